@@ -1,0 +1,430 @@
+"""Shared estimator logic: validation, initialisation and the training loop."""
+
+import time
+import warnings
+from abc import ABCMeta, abstractmethod
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, is_classifier
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from ._activations import ACTIVATIONS
+from ._network import TwoLayerNetwork
+from ._regularizers import REGULARIZERS
+from ._solver import (
+    StepFailure,
+    adaptive_step_size,
+    armijo_backtracking,
+    choose_linear_solver,
+    ggn_direction,
+)
+
+# Objectives this many times the initial one count as divergence.
+_DIVERGENCE_FACTOR = 1e10
+# batch_size="auto": full batch while the dual system b·K stays this small.
+_AUTO_FULL_BATCH_ROWS = 1024
+_AUTO_BATCH_ROWS = 256
+
+
+def _kappa(scaling, n_hidden):
+    if scaling == "ntk":
+        return 1.0 / np.sqrt(n_hidden)
+    if scaling == "mean_field":
+        return 1.0 / n_hidden
+    return float(scaling)
+
+
+class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
+    """Base class of the GGN-SCORE estimators; use the subclasses."""
+
+    _parameter_constraints = {
+        "n_hidden": [Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "scaling": [
+            StrOptions({"ntk", "mean_field"}),
+            Interval(Real, 0, None, closed="neither"),
+        ],
+        "fit_intercept": ["boolean"],
+        "regularizer": [StrOptions(set(REGULARIZERS))],
+        "mu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "tau": [Interval(Real, 0, None, closed="left")],
+        "step_size": [Interval(Real, 0, 1, closed="right")],
+        "damping": [StrOptions({"tau"}), Interval(Real, 0, None, closed="neither")],
+        "line_search": ["boolean"],
+        "linear_solver": [StrOptions({"auto", "dual", "primal"})],
+        "solver": [StrOptions({"ggn", "gd"})],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"),
+                       None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+    }
+
+    @abstractmethod
+    def __init__(self, n_hidden, activation, scaling, fit_intercept, regularizer,
+                 mu, tau, step_size, damping, line_search, linear_solver, solver,
+                 learning_rate, batch_size, max_iter, tol, n_iter_no_change,
+                 early_stopping, validation_fraction, shuffle, random_state,
+                 warm_start, verbose):
+        self.n_hidden = n_hidden
+        self.activation = activation
+        self.scaling = scaling
+        self.fit_intercept = fit_intercept
+        self.regularizer = regularizer
+        self.mu = mu
+        self.tau = tau
+        self.step_size = step_size
+        self.damping = damping
+        self.line_search = line_search
+        self.linear_solver = linear_solver
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+
+    # ---------------------------------------------------------------- hooks
+    @abstractmethod
+    def _validate_input(self, X, y, incremental, reset):
+        """Return ``(X, Y)`` with Y the (b × K) training targets in X's dtype."""
+
+    @abstractmethod
+    def _validation_score(self, X, y):
+        """Score used by early stopping (higher is better)."""
+
+    # --------------------------------------------------------------- helpers
+    def _network(self, n_features, n_outputs):
+        return TwoLayerNetwork(
+            n_features, self.n_hidden, n_outputs,
+            _kappa(self.scaling, self.n_hidden), self.activation, self.fit_intercept,
+        )
+
+    def _regularizer_object(self):
+        mu = 1.0 / _kappa(self.scaling, self.n_hidden) if self.mu == "auto" else self.mu
+        return REGULARIZERS[self.regularizer](mu)
+
+    def _check_hyperparameters(self):
+        if self.damping == "tau" and self.solver == "ggn" and self.tau == 0:
+            raise ValueError(
+                "damping='tau' uses H = tau * g''(theta), which is zero for tau=0; "
+                "set tau > 0 or a positive float damping."
+            )
+
+    def _initial_theta(self, network, dtype, rng, reuse):
+        """θ0: from the public weight attributes when warm-starting, else drawn.
+
+        Draw: ``U_ij ~ N(0, 1/d)`` (pre-activations of order one for
+        standardised inputs), ``V_ic ~ N(0, 1)``, zero biases.
+        """
+        n, d, K = network.n_hidden, network.n_features, network.n_outputs
+        if reuse and hasattr(self, "hidden_weights_"):
+            expected = {"hidden_weights_": (n, d), "output_weights_": (n, K)}
+            if self.fit_intercept:
+                expected.update(hidden_intercept_=(n,), output_intercept_=(K,))
+            parts = {}
+            for name, shape in expected.items():
+                if not hasattr(self, name):
+                    raise ValueError(
+                        f"warm start needs {name} of shape {shape} as well; set all "
+                        f"of {sorted(expected)} or none of them."
+                    )
+                value = np.asarray(getattr(self, name), dtype=dtype)
+                if value.shape != shape:
+                    raise ValueError(
+                        f"{name} has shape {value.shape} but this fit needs {shape} "
+                        f"(n_hidden={n}, n_features={d}, n_outputs={K})."
+                    )
+                if not np.all(np.isfinite(value)):
+                    raise ValueError(f"{name} contains NaN or infinity.")
+                parts[name] = value
+            return network.pack(parts["hidden_weights_"], parts["output_weights_"],
+                                parts.get("hidden_intercept_"),
+                                parts.get("output_intercept_"), dtype=dtype)
+        U = rng.standard_normal((n, d)) / np.sqrt(d)
+        V = rng.standard_normal((n, K))
+        return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
+
+    def _store_theta(self, network, theta):
+        U_aug, V, b_o = network.unpack(theta)
+        self.hidden_weights_ = np.array(U_aug[:, : network.n_features])
+        self.output_weights_ = np.array(V)
+        if self.fit_intercept:
+            self.hidden_intercept_ = np.array(U_aug[:, -1])
+            self.output_intercept_ = np.array(b_o)
+
+    def _raw_output(self, X):
+        """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
+        from ._activations import activate
+
+        pre = X @ self.hidden_weights_.T
+        if self.fit_intercept:
+            pre += self.hidden_intercept_
+        rho, _ = activate(pre, self.activation, with_deriv=False)
+        out = rho @ self.output_weights_
+        out *= _kappa(self.scaling, self.n_hidden)
+        if self.fit_intercept:
+            out += self.output_intercept_
+        return out
+
+    def _resolve_batch_size(self, n_samples, n_outputs):
+        if self.batch_size is None:
+            return n_samples
+        if self.batch_size == "auto":
+            if n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS:
+                return n_samples
+            return max(1, min(n_samples, _AUTO_BATCH_ROWS // n_outputs))
+        return min(self.batch_size, n_samples)
+
+    # ------------------------------------------------------------------ fit
+    def _fit(self, X, y, sample_weight=None, incremental=False):
+        self._check_hyperparameters()
+        first_call = not (incremental and hasattr(self, "n_iter_"))
+        X, Y = self._validate_input(X, y, incremental, reset=first_call)
+        dtype = X.dtype
+        n_samples = X.shape[0]
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=dtype,
+                                             ensure_non_negative=True)
+        if not np.sum(sample_weight) > 0:
+            raise ValueError("sample_weight must have a positive sum.")
+
+        if not incremental or not hasattr(self, "_rng"):
+            self._rng = check_random_state(self.random_state)
+        rng = self._rng
+        network = self._network(X.shape[1], Y.shape[1])
+        reuse = self.warm_start or (incremental and not first_call)
+        theta = self._initial_theta(network, dtype, rng, reuse)
+        if not hasattr(self, "loss_curve_") or not reuse:
+            self.loss_curve_ = []
+            self.n_iter_ = 0
+            self.t_ = 0
+            self.validation_scores_ = [] if self.early_stopping else None
+            self.best_validation_score_ = -np.inf if self.early_stopping else None
+            self.best_loss_ = np.inf
+        self._no_improvement_count = 0
+
+        # Early stopping holds out a validation split (stratified for classifiers).
+        early_stopping = self.early_stopping and not incremental
+        X_val = y_val = None
+        if early_stopping:
+            stratify = np.asarray(y) if is_classifier(self) else None
+            idx = np.arange(n_samples)
+            idx_train, idx_val = train_test_split(
+                idx, test_size=self.validation_fraction, random_state=rng,
+                stratify=stratify,
+            )
+            X_val, y_val = X[idx_val], np.asarray(y)[idx_val]
+            X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
+            n_samples = X.shape[0]
+            self._best_theta = theta.copy()
+
+        Xa = network.augment(X)
+        reg = self._regularizer_object()
+        state = _TrainingState(self, network, reg, Y, sample_weight)
+        batch_size = self._resolve_batch_size(n_samples, Y.shape[1])
+        full_batch = batch_size >= n_samples
+        self.linear_solver_ = choose_linear_solver(network, batch_size,
+                                                   self.linear_solver)
+        max_iter = 1 if incremental else self.max_iter
+        start = time.perf_counter()
+        diverged = converged = False
+        for _ in range(max_iter):
+            if full_batch:
+                theta, epoch_objective, alpha, diverged = state.full_batch_iteration(
+                    theta, Xa)
+            else:
+                theta, epoch_objective, alpha, diverged = state.epoch(
+                    theta, Xa, batch_size, rng)
+            if diverged:
+                break
+            self.n_iter_ += 1
+            self.loss_curve_.append(epoch_objective)
+            if self.verbose:
+                print(f"Iteration {self.n_iter_}, objective = {epoch_objective:.8g}, "
+                      f"risk = {state.last_risk:.8g}, step size = {alpha:.4g}, "
+                      f"time = {time.perf_counter() - start:.3f}s")
+            if early_stopping:
+                self._store_theta(network, theta)
+                score = self._validation_score(X_val, y_val)
+                self.validation_scores_.append(score)
+                if score > self.best_validation_score_:
+                    self._best_theta = theta.copy()
+                if score < self.best_validation_score_ + self.tol:
+                    self._no_improvement_count += 1
+                else:
+                    self._no_improvement_count = 0
+                self.best_validation_score_ = max(self.best_validation_score_, score)
+            else:
+                if epoch_objective > self.best_loss_ - self.tol:
+                    self._no_improvement_count += 1
+                else:
+                    self._no_improvement_count = 0
+                self.best_loss_ = min(self.best_loss_, epoch_objective)
+            if not incremental and self._no_improvement_count > self.n_iter_no_change:
+                converged = True
+                if self.verbose:
+                    print(f"Objective did not improve by more than tol={self.tol} for "
+                          f"{self.n_iter_no_change} consecutive iterations. Stopping.")
+                break
+        if early_stopping:
+            theta = self._best_theta
+            del self._best_theta
+        self._store_theta(network, theta)
+        if diverged:
+            warnings.warn(
+                f"GGN-SCORE diverged after {self.n_iter_} iterations "
+                f"({state.failure}); kept the last finite parameters. Use a larger "
+                "damping, a smaller step_size, or line_search=True.",
+                ConvergenceWarning,
+            )
+        elif not converged and not incremental and self.max_iter > 1:
+            warnings.warn(
+                f"Maximum iterations ({self.max_iter}) reached and the optimization "
+                "hasn't converged yet. Increase max_iter or tol.",
+                ConvergenceWarning,
+            )
+        return self
+
+
+class _TrainingState:
+    """The objective and one step of the solver over a fixed training set."""
+
+    def __init__(self, estimator, network, reg, Y, sample_weight):
+        self.est = estimator
+        self.network = network
+        self.reg = reg
+        self.Y = Y
+        self.sample_weight = sample_weight
+        self.loss = estimator._loss_object()
+        self.tau = float(estimator.tau)
+        damping = estimator.damping
+        self.curvature_scale = self.tau if damping == "tau" else float(damping)
+        self.M_g = reg.self_concordance_constant(network.n_params)
+        self.failure = None
+        self.last_risk = np.nan
+        self.initial_objective = None
+
+    def regularization(self, theta):
+        return self.tau * float(np.sum(self.reg.value(theta)))
+
+    def objective(self, theta, Xa, Y, s, with_deriv=True):
+        """``(L, R, cache)``; GD minimises the unregularized risk (SPEC §7)."""
+        cache = self.network.forward(theta, Xa, with_deriv)
+        risk = self.loss.risk(cache.outputs, Y, s)
+        if self.est.solver == "gd":
+            return risk, risk, cache
+        return risk + self.regularization(theta), risk, cache
+
+    def _diverged(self, objective, theta):
+        if not np.isfinite(objective) or not np.all(np.isfinite(theta)):
+            self.failure = "non-finite objective or parameters"
+            return True
+        if self.initial_objective is None:
+            self.initial_objective = objective
+        elif objective > _DIVERGENCE_FACTOR * max(1.0, self.initial_objective):
+            self.failure = f"objective grew to {objective:.3g}"
+            return True
+        return False
+
+    def step(self, theta, Xa, Y, s, current=None):
+        """One GGN-SCORE (or GD) step on a batch.
+
+        Returns ``(θ_new, L_before, L_after_or_None, α, cache_after_or_None)``;
+        raises :class:`StepFailure`.
+        """
+        if current is None:
+            current = self.objective(theta, Xa, Y, s)
+        obj, risk, cache = current
+        self.last_risk = risk
+        if self._diverged(obj, theta):
+            raise StepFailure(self.failure)
+        residual, factor = self.loss.residual_and_factor(cache.outputs, Y, s)
+        if self.est.solver == "gd":
+            direction = self.network.gradient(theta, cache, residual)
+            alpha = float(self.est.learning_rate)
+            new = theta - alpha * direction
+            return new, obj, None, alpha, None
+        reg_grad, reg_hess = self.reg.derivatives(theta)
+        reg_grad *= self.tau
+        D = 1.0 / (self.curvature_scale * reg_hess)
+        form = choose_linear_solver(self.network, Xa.shape[0], self.est.linear_solver)
+        direction, grad = ggn_direction(self.network, theta, cache, residual, factor,
+                                        reg_grad, D, form)
+        alpha, _ = adaptive_step_size(self.est.step_size, self.M_g, reg_grad, D)
+        if not self.est.line_search:
+            return theta - alpha * direction, obj, None, alpha, None
+        trials = {}
+
+        def trial_objective(candidate):
+            trials["last"] = self.objective(candidate, Xa, Y, s)
+            return trials["last"][0]
+
+        alpha, new_obj = armijo_backtracking(trial_objective, theta, direction, grad,
+                                             alpha, obj)
+        if alpha == 0.0:  # no decrease found along d: stay put
+            return theta, obj, obj, 0.0, current
+        return theta - alpha * direction, obj, new_obj, alpha, trials["last"]
+
+    def full_batch_iteration(self, theta, Xa):
+        s = self.sample_weight / self.sample_weight.sum()
+        current = getattr(self, "_current", None)
+        try:
+            new, _, _, alpha, after = self.step(theta, Xa, self.Y, s, current)
+            if after is None:
+                after = self.objective(new, Xa, self.Y, s)
+            if self._diverged(after[0], new):
+                raise StepFailure(self.failure)
+        except StepFailure as exc:
+            self.failure = str(exc)
+            return theta, np.nan, 0.0, True
+        self._current = after
+        self.last_risk = after[1]
+        self.est.t_ += 1
+        return new, after[0], alpha, False
+
+    def epoch(self, theta, Xa, batch_size, rng):
+        n = Xa.shape[0]
+        order = rng.permutation(n) if self.est.shuffle else np.arange(n)
+        total = weight_total = 0.0
+        alpha = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            w = self.sample_weight[idx]
+            w_sum = float(w.sum())
+            if w_sum <= 0:
+                continue
+            try:
+                new, before, _, alpha, _ = self.step(theta, Xa[idx], self.Y[idx],
+                                                     w / w_sum)
+                if not np.all(np.isfinite(new)):
+                    raise StepFailure("non-finite parameters")
+            except StepFailure as exc:
+                self.failure = str(exc)
+                return theta, np.nan, 0.0, True
+            theta = new
+            total += before * w_sum
+            weight_total += w_sum
+            self.est.t_ += 1
+        return theta, total / weight_total, alpha, False
+
+
+def _check_fitted(estimator):
+    check_is_fitted(estimator, ["hidden_weights_", "output_weights_"])

@@ -1,0 +1,14 @@
+"""One place for numba settings (kernels read no module globals).
+
+``SKLEARN_GGN_NUMBA_CACHE=0`` in the environment turns the on-disk cache of
+compiled kernels off (useful when the package directory is read-only, or to
+measure cold compile times).
+"""
+
+import os
+
+NUMBA_CACHE = os.environ.get("SKLEARN_GGN_NUMBA_CACHE", "1") != "0"
+
+# fastmath would allow re-association, which breaks the bit-for-bit
+# reproducibility of fits and the primal == dual identities at 1e-8.
+NUMBA_OPTIONS = {"cache": NUMBA_CACHE, "nogil": True, "fastmath": False}

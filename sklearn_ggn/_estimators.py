@@ -1,0 +1,543 @@
+"""The public estimators: thin subclasses of :class:`BaseGGNScore`."""
+
+import numpy as np
+from scipy.special import log_expit, log_softmax
+from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import BaseGGNScore
+from ._losses import LogLoss, SquaredError
+
+_SHARED_PARAMETERS = """
+    n_hidden : int, default=100
+        Number of hidden units n.
+
+    activation : {"silu", "relu", "tanh", "sigmoid", "softplus"}, default="silu"
+        Hidden activation ρ. ``"silu"`` is the paper's choice for its synthetic
+        experiments, ``"relu"`` for MNIST.
+
+    scaling : {"ntk", "mean_field"} or float, default="ntk"
+        Output scaling κ(n): ``1/sqrt(n)`` (``"ntk"``, the paper's), ``1/n``
+        (``"mean_field"``) or the given positive float.
+
+    fit_intercept : bool, default=True
+        Whether to learn a hidden bias ``b_h`` and an output bias ``b_o``.
+        They are regularized like every other parameter (the paper recovers
+        biases by appending a constant input, which is what ``b_h`` is).
+
+    regularizer : {"pseudo_huber", "ostrovskii_bach", "l2"}, default="pseudo_huber"
+        The smoothed penalty ḡ; ``"pseudo_huber"`` is the paper's.
+
+    mu : float or "auto", default="auto"
+        Smoothing parameter μ > 0 of the ℓ1 smoothers. ``"auto"`` uses
+        ``1/κ(n)``, the paper's recommended μ = c/κ(n) with c = 1.
+
+    tau : float, default=1e-4
+        Regularization strength τ ≥ 0.
+
+    step_size : float, default=0.95
+        ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
+
+    damping : "tau" or float, default="tau"
+        Curvature of the regularizer in the Gauss-Newton matrix: ``"tau"``
+        uses ``H = ∇²g = τ ḡ''`` exactly as the paper's equations; a positive
+        float c uses ``H = c ḡ''`` (c = 1.0 reproduces the authors' code).
+
+    line_search : bool, default=True
+        Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
+        batch objective (the reference's ``ss_type=3``).
+
+    linear_solver : {"auto", "dual", "primal"}, default="auto"
+        How the Gauss-Newton system is solved.
+
+        - ``"dual"``: Woodbury / kernel form, a Cholesky of the (bK × bK)
+          matrix ``I + J̃ D J̃ᵀ``; cheap when the batch is small relative to
+          the number of parameters (the overparameterized regime).
+        - ``"primal"``: a Cholesky of the (p × p) matrix ``Jᵀ Q J + H``; cheap
+          for small networks and large batches.
+        - ``"auto"``: the form with fewer estimated flops whose memory fits.
+
+    solver : {"ggn", "gd"}, default="ggn"
+        ``"ggn"`` is GGN-SCORE; ``"gd"`` is the paper's baseline, plain
+        gradient descent ``θ ← θ − learning_rate ∇R(θ)`` on the unregularized
+        risk (``tau`` is then unused and ``loss_curve_`` records R).
+
+    learning_rate : float, default=1.0
+        Step of ``solver="gd"`` (the paper uses 1).
+
+    batch_size : int, "auto" or None, default="auto"
+        Samples per step. ``None`` is full batch. ``"auto"`` is full batch
+        while ``n_samples · n_outputs ≤ 1024`` and otherwise batches of
+        ``256 // n_outputs`` samples.
+
+    max_iter : int, default=100
+        Maximum number of iterations (full batch) or epochs (mini-batch).
+
+    tol : float, default=1e-4
+        Minimum improvement of the objective (or of the validation score with
+        ``early_stopping``) that resets the ``n_iter_no_change`` counter.
+
+    n_iter_no_change : int, default=10
+        Stop after this many consecutive iterations/epochs without an
+        improvement of ``tol``.
+
+    early_stopping : bool, default=False
+        Hold out ``validation_fraction`` of the training data (stratified for
+        classifiers), stop when its score stops improving, and keep the
+        parameters of the best validation score.
+
+    validation_fraction : float, default=0.1
+        Fraction held out for early stopping.
+
+    shuffle : bool, default=True
+        Shuffle the samples every epoch (mini-batch only).
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights, the shuffling and the validation split;
+        with an int, fits are reproducible bit for bit.
+
+    warm_start : bool, default=False
+        Start from the current ``hidden_weights_``, ``output_weights_`` (and
+        intercepts). These may also be set by hand before ``fit`` to start
+        from one's own initialization.
+
+    verbose : bool or int, default=False
+        Print one line per iteration/epoch: objective, risk, α and time.
+"""
+
+_SHARED_ATTRIBUTES = """
+    hidden_weights_ : ndarray of shape (n_hidden, n_features_in_)
+        Hidden-layer weights U.
+
+    output_weights_ : ndarray of shape (n_hidden, n_outputs_)
+        Output weights V.
+
+    hidden_intercept_ : ndarray of shape (n_hidden,)
+        Hidden bias ``b_h`` (only with ``fit_intercept=True``).
+
+    output_intercept_ : ndarray of shape (n_outputs_,)
+        Output bias ``b_o`` (only with ``fit_intercept=True``).
+
+    n_outputs_ : int
+        Number of network outputs K.
+
+    n_iter_ : int
+        Iterations (full batch) or epochs (mini-batch) run.
+
+    t_ : int
+        Number of steps taken.
+
+    loss_curve_ : list of float
+        Objective ``R + g`` after each iteration (full batch), or the mean
+        batch objective of each epoch (mini-batch).
+
+    best_loss_ : float
+        Smallest value in ``loss_curve_``.
+
+    validation_scores_ : list of float or None
+        Validation score per iteration/epoch with ``early_stopping``.
+
+    best_validation_score_ : float or None
+        Best validation score with ``early_stopping``.
+
+    linear_solver_ : str
+        The form (``"dual"`` or ``"primal"``) used for a full batch.
+
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during ``fit`` (only when X has string
+        column names).
+"""
+
+_OBJECTIVE = r"""
+    The network is :math:`\Phi(x) = \kappa(n) V^\top \rho(U x + b_h) + b_o` and
+    the objective is the regularized empirical risk
+
+    .. math::
+
+        \min_\theta \; \sum_k s_k \, \ell(\Phi(x_k), y_k)
+        + \tau \sum_i \bar g_\mu(\theta_i),
+
+    minimized by GGN-SCORE steps :math:`\theta \leftarrow \theta - \alpha d`
+    with :math:`(J^\top Q J + H) d = J^\top e + \nabla g` and
+    :math:`\alpha = \min(1, \bar\alpha / (1 + M_g \|\nabla g\|^*_\theta))`.
+"""
+
+_REFERENCES = """
+    References
+    ----------
+    .. [1] A. D. Adeoye, P. C. Petersen, A. Bemporad. "Regularized Gauss-Newton
+       for Optimizing Overparameterized Neural Networks." arXiv:2404.14875.
+"""
+
+
+def _with_docs(doc):
+    return (doc.replace("%(parameters)s", _SHARED_PARAMETERS)
+               .replace("%(attributes)s", _SHARED_ATTRIBUTES)
+               .replace("%(objective)s", _OBJECTIVE)
+               .replace("%(references)s", _REFERENCES))
+
+
+class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
+    __doc__ = _with_docs("""Two-layer network regressor trained by GGN-SCORE.
+
+    A scaled one-hidden-layer network fitted with the generalized Gauss-Newton
+    method regularized by a self-concordant smoothing of the ℓ1 norm, with the
+    squared-error loss ``½ (1/K) ‖Φ(x) − y‖²``.
+%(objective)s
+    Parameters
+    ----------%(parameters)s
+    Attributes
+    ----------%(attributes)s
+    See Also
+    --------
+    GGNScoreClassifier : The classifier counterpart.
+    sklearn.neural_network.MLPRegressor : First-order training of an MLP.
+%(references)s
+    Examples
+    --------
+    >>> from sklearn.datasets import make_regression
+    >>> from sklearn_ggn import GGNScoreRegressor
+    >>> X, y = make_regression(n_samples=200, n_features=5, noise=1.0,
+    ...                        random_state=0)
+    >>> reg = GGNScoreRegressor(n_hidden=50, random_state=0).fit(X, y / 100)
+    >>> reg.predict(X[:2]).shape
+    (2,)
+    """)
+
+    def __init__(self, n_hidden=100, activation="silu", scaling="ntk",
+                 fit_intercept=True, regularizer="pseudo_huber", mu="auto",
+                 tau=1e-4, step_size=0.95, damping="tau", line_search=True,
+                 linear_solver="auto", solver="ggn", learning_rate=1.0,
+                 batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
+                 early_stopping=False, validation_fraction=0.1, shuffle=True,
+                 random_state=None, warm_start=False, verbose=False):
+        super().__init__(
+            n_hidden=n_hidden, activation=activation, scaling=scaling,
+            fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
+            step_size=step_size, damping=damping, line_search=line_search,
+            linear_solver=linear_solver, solver=solver, learning_rate=learning_rate,
+            batch_size=batch_size, max_iter=max_iter, tol=tol,
+            n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
+            validation_fraction=validation_fraction, shuffle=shuffle,
+            random_state=random_state, warm_start=warm_start, verbose=verbose,
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.input_tags.sparse = False
+        return tags
+
+    def _loss_object(self):
+        return SquaredError()
+
+    def _validate_input(self, X, y, incremental, reset):
+        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+                             multi_output=True, y_numeric=True, ensure_min_samples=2,
+                             order="C")
+        Y = np.asarray(y, dtype=X.dtype)
+        if Y.ndim == 1:
+            Y = Y.reshape(-1, 1)
+        if reset:
+            self._y_ndim = np.ndim(y)
+            self.n_outputs_ = Y.shape[1]
+        elif Y.shape[1] != self.n_outputs_:
+            raise ValueError(f"y has {Y.shape[1]} outputs but the model was fitted "
+                             f"with {self.n_outputs_}.")
+        return X, np.ascontiguousarray(Y)
+
+    def _validation_score(self, X, y):
+        return r2_score(y, self.predict(X))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the network to data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (float64 or float32; other dtypes become float64).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; integer weights are equivalent to repeating
+            rows (exactly so with full-batch training).
+
+        Returns
+        -------
+        self : GGNScoreRegressor
+            The fitted estimator.
+        """
+        return self._fit(X, y, sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Run one pass (one epoch, or one step for a full batch) over the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
+
+        Returns
+        -------
+        self : GGNScoreRegressor
+            The updated estimator.
+        """
+        return self._fit(X, y, sample_weight, incremental=True)
+
+    def predict(self, X):
+        """Predict with the trained network.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Predictions; one-dimensional when ``y`` was in ``fit``.
+        """
+        check_is_fitted(self, ["hidden_weights_", "output_weights_"])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        if getattr(self, "_y_ndim", 2) == 1:
+            return out[:, 0]
+        return out
+
+
+class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
+    __doc__ = _with_docs("""Two-layer network classifier trained by GGN-SCORE.
+
+    With ``loss="log_loss"`` the network outputs logits (softmax for K ≥ 3
+    classes, one sigmoid logit for two); with ``loss="squared_error"`` it is
+    fitted to one-hot targets as in the paper's MNIST experiments.
+%(objective)s
+    Parameters
+    ----------
+    loss : {"log_loss", "squared_error"}, default="log_loss"
+        Training loss. Only ``"log_loss"`` defines ``predict_proba``.
+%(parameters)s
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+%(attributes)s
+    See Also
+    --------
+    GGNScoreRegressor : The regressor counterpart.
+    sklearn.neural_network.MLPClassifier : First-order training of an MLP.
+%(references)s
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from sklearn_ggn import GGNScoreClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = make_pipeline(StandardScaler(),
+    ...                     GGNScoreClassifier(n_hidden=32, random_state=0))
+    >>> clf.fit(X, y).score(X, y) > 0.9
+    True
+    """)
+
+    _parameter_constraints = {
+        **BaseGGNScore._parameter_constraints,
+        "loss": [StrOptions({"log_loss", "squared_error"})],
+    }
+
+    def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
+                 scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
+                 mu="auto", tau=1e-4, step_size=0.95, damping="tau",
+                 line_search=True, linear_solver="auto", solver="ggn",
+                 learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
+                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 shuffle=True, random_state=None, warm_start=False, verbose=False):
+        self.loss = loss
+        super().__init__(
+            n_hidden=n_hidden, activation=activation, scaling=scaling,
+            fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
+            step_size=step_size, damping=damping, line_search=line_search,
+            linear_solver=linear_solver, solver=solver, learning_rate=learning_rate,
+            batch_size=batch_size, max_iter=max_iter, tol=tol,
+            n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
+            validation_fraction=validation_fraction, shuffle=shuffle,
+            random_state=random_state, warm_start=warm_start, verbose=verbose,
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags
+
+    def _loss_object(self):
+        return LogLoss() if self.loss == "log_loss" else SquaredError()
+
+    def _single_logit(self):
+        return self.loss == "log_loss" and len(self.classes_) == 2
+
+    def _validate_input(self, X, y, incremental, reset):
+        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+                             ensure_min_samples=2, order="C")
+        check_classification_targets(y)
+        if reset:
+            classes = self.__dict__.pop("_partial_fit_classes", None)
+            labels = unique_labels(y) if classes is None else unique_labels(classes)
+            if len(labels) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes in "
+                    f"the data, but the data contains only one class: {labels[0]!r}."
+                )
+            self.classes_ = labels
+            self._encoder = LabelEncoder().fit(labels)
+            self.n_outputs_ = 1 if self._single_logit() else len(labels)
+        elif not np.isin(np.unique(y), self.classes_).all():
+            raise ValueError(f"y has labels not in classes_ = {self.classes_}.")
+        codes = self._encoder.transform(y)
+        if self.n_outputs_ == 1:
+            Y = codes.astype(X.dtype).reshape(-1, 1)
+        else:
+            Y = np.zeros((len(codes), self.n_outputs_), dtype=X.dtype)
+            Y[np.arange(len(codes)), codes] = 1
+        return X, Y
+
+    def _validation_score(self, X, y):
+        return accuracy_score(y, self.predict(X))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit the network to labelled data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (float64 or float32; other dtypes become float64).
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; integer weights are equivalent to repeating
+            rows (exactly so with full-batch training).
+
+        Returns
+        -------
+        self : GGNScoreClassifier
+            The fitted estimator.
+        """
+        return self._fit(X, y, sample_weight)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Run one pass (one epoch, or one step for a full batch) over the data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        classes : array-like of shape (n_classes,), default=None
+            All classes; required on the first call unless ``y`` has them all.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
+
+        Returns
+        -------
+        self : GGNScoreClassifier
+            The updated estimator.
+        """
+        if classes is not None and not hasattr(self, "classes_"):
+            self._partial_fit_classes = classes
+        return self._fit(X, y, sample_weight, incremental=True)
+
+    def decision_function(self, X):
+        """Raw network outputs (logits, or fitted one-hot scores).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            For two classes a 1-D score, positive for ``classes_[1]``.
+        """
+        check_is_fitted(self, ["hidden_weights_", "output_weights_"])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        if len(self.classes_) == 2:
+            return out[:, 0] if out.shape[1] == 1 else out[:, 1] - out[:, 0]
+        return out
+
+    def predict(self, X):
+        """Predict class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels.
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _has_proba(self):
+        return self.loss == "log_loss"
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities (``loss="log_loss"`` only).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Softmax (or sigmoid) of the logits.
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p = LogLoss().probabilities(scores.reshape(-1, 1))[:, 0]
+            return np.column_stack([1 - p, p])
+        return LogLoss().probabilities(scores)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Log-probabilities.
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return log_softmax(scores, axis=1)

@@ -1,0 +1,137 @@
+"""numba kernels for the structured Gauss-Newton algebra (SPEC section 5).
+
+Notation (one batch of b samples, K outputs, n hidden units):
+
+* ``Xa`` (b × d̂): inputs, with a trailing column of ones when the hidden
+  layer has an intercept (the hidden bias is the weight of that column).
+* ``W`` (b × K × n): ``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` — the hidden-layer
+  sensitivities of the curvature-factored outputs ``J̃ = Aᵀ J``.
+* ``D_U`` (n × d̂): the inverse regularizer curvature on the hidden weights.
+
+The hidden-weight part of the Gram ``G̃ = J̃ D J̃ᵀ`` is
+
+    G̃_U[(k,c),(l,c')] = κ² Σ_i W[k,c,i] W[l,c',i] M_i[k,l],
+    M_i[k,l] = Σ_j Xa[k,j] D_U[i,j] Xa[l,j],
+
+and ``M`` does not depend on the output index, so it is built once (one
+GEMM per row block) instead of K² times as an explicit Jacobian would.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._config import NUMBA_OPTIONS
+
+
+@njit(**NUMBA_OPTIONS)
+def hidden_gram_kernel(Xa, W, D_U_T, kappa2, gram, block_rows):
+    """Add the hidden-weight part of ``J̃ D J̃ᵀ`` to ``gram`` (bK × bK).
+
+    Parameters
+    ----------
+    Xa : ndarray of shape (b, d_aug)
+    W : ndarray of shape (b, K, n)
+    D_U_T : ndarray of shape (d_aug, n)
+        Transposed diagonal of ``D`` on the hidden weights.
+    kappa2 : float
+        κ².
+    gram : ndarray of shape (b*K, b*K)
+        Accumulated in place; both triangles are written.
+    block_rows : int
+        Number of rows ``k`` whose ``M_i[k, l]`` (all l ≥ k) are held at once;
+        bounds the memory to ``block_rows · b · n`` entries.
+    """
+    b, d_aug = Xa.shape
+    K = W.shape[1]
+    n = W.shape[2]
+    weighted = np.empty((K, n), dtype=W.dtype)
+    for k0 in range(0, b, block_rows):
+        k1 = min(k0 + block_rows, b)
+        # Pair rows (k, l) with l >= k, stacked: offsets[k - k0] is the first.
+        n_pairs = 0
+        for k in range(k0, k1):
+            n_pairs += b - k
+        pair_products = np.empty((n_pairs, d_aug), dtype=Xa.dtype)
+        row = 0
+        for k in range(k0, k1):
+            for l in range(k, b):
+                for j in range(d_aug):
+                    pair_products[row, j] = Xa[k, j] * Xa[l, j]
+                row += 1
+        # M[(k,l), i] = Σ_j Xa[k,j] Xa[l,j] D_U[i,j]  — one BLAS GEMM
+        M = np.dot(pair_products, D_U_T)
+        row = 0
+        for k in range(k0, k1):
+            for l in range(k, b):
+                for c in range(K):
+                    for i in range(n):
+                        weighted[c, i] = W[k, c, i] * M[row, i]
+                for c in range(K):
+                    for c2 in range(K):
+                        acc = 0.0
+                        for i in range(n):
+                            acc += weighted[c, i] * W[l, c2, i]
+                        acc *= kappa2
+                        gram[k * K + c, l * K + c2] += acc
+                        if l != k:
+                            gram[l * K + c2, k * K + c] += acc
+                row += 1
+
+
+@njit(**NUMBA_OPTIONS)
+def scaled_hidden_jacobian_kernel(Xa, W, sqrt_D_U, kappa, out):
+    """Form ``Z = κ W[:, 0, :] ⊗ Xa ∘ sqrt(D_U)`` (b × n·d̂) for K = 1.
+
+    For a single output the Jacobian has no repeated blocks, and
+    ``G̃_U = Z Zᵀ`` is a single BLAS rank-b update (the floor for this Gram).
+    """
+    b, d_aug = Xa.shape
+    n = W.shape[2]
+    for k in range(b):
+        for i in range(n):
+            w = kappa * W[k, 0, i]
+            base = i * d_aug
+            for j in range(d_aug):
+                out[k, base + j] = w * Xa[k, j] * sqrt_D_U[i, j]
+
+
+@njit(**NUMBA_OPTIONS)
+def output_gram_kernel(factor, S, gram):
+    """Add ``Σ_c'' A_k[c'',c] A_l[c'',c'] S[c'',k,l]`` to ``gram``.
+
+    ``S[c'', k, l] = κ² Σ_i ρ_ki ρ_li D_V[i,c''] + D_bo[c'']`` collects the
+    output-weight and output-bias parts of the Gram.
+    """
+    b, K, _ = factor.shape
+    for k in range(b):
+        for l in range(k, b):
+            for c in range(K):
+                for c2 in range(K):
+                    acc = 0.0
+                    for c3 in range(K):
+                        acc += factor[k, c3, c] * factor[l, c3, c2] * S[c3, k, l]
+                    gram[k * K + c, l * K + c2] += acc
+                    if l != k:
+                        gram[l * K + c2, k * K + c] += acc
+
+
+@njit(**NUMBA_OPTIONS)
+def cholesky_solve_kernel(system, rhs):
+    """Solve the SPD ``system @ x = rhs`` by Cholesky (LAPACK potrf) and two
+    triangular substitutions. Raises ``LinAlgError`` if not positive definite.
+    """
+    L = np.linalg.cholesky(system)
+    m = L.shape[0]
+    y = np.empty(m, dtype=L.dtype)
+    for i in range(m):
+        acc = rhs[i]
+        for j in range(i):
+            acc -= L[i, j] * y[j]
+        y[i] = acc / L[i, i]
+    x = np.empty(m, dtype=L.dtype)
+    for i in range(m - 1, -1, -1):
+        acc = y[i]
+        for j in range(i + 1, m):
+            acc -= L[j, i] * x[j]
+        x[i] = acc / L[i, i]
+    return x

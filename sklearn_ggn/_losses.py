@@ -1,0 +1,76 @@
+"""Losses expressed through the network output Φ (SPEC section 2).
+
+For a batch of outputs ``F`` (b × K), targets ``Y`` (b × K) and normalised
+sample weights ``s`` (Σ s = 1) each loss gives
+
+* the risk ``R = Σ_k s_k ℓ(F_k, Y_k)``,
+* the residual ``e_k = ∂R/∂F_k``,
+* a factor ``A_k`` (K × K) of the curvature block ``Q_k = ∂²R/∂F_k² = A_k A_kᵀ``.
+
+The Gauss-Newton step only ever needs ``e`` and ``A`` (the factorisation
+turns the possibly non-symmetric dual system into an SPD one).
+"""
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, softmax
+
+
+class SquaredError:
+    """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``Q_k = (s_k/K) I``."""
+
+    name = "squared_error"
+
+    def risk(self, F, Y, s):
+        K = F.shape[1]
+        diff = F - Y
+        return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / K
+
+    def residual_and_factor(self, F, Y, s):
+        b, K = F.shape
+        residual = (F - Y) * (s / K)[:, None]
+        factor = np.zeros((b, K, K), dtype=F.dtype)
+        idx = np.arange(K)
+        factor[:, idx, idx] = np.sqrt(s / K)[:, None]
+        return residual, factor
+
+
+class LogLoss:
+    """Cross-entropy of softmax(F) (K ≥ 2 logits) or sigmoid(F) (one logit).
+
+    Softmax: ``Q_k = s_k (diag π_k − π_k π_kᵀ)`` factored as
+    ``A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ)`` (uses Σ π = 1).
+    Sigmoid: ``Q_k = s_k π_k (1 − π_k)``.
+    """
+
+    name = "log_loss"
+
+    def risk(self, F, Y, s):
+        if F.shape[1] == 1:
+            f, y = F[:, 0], Y[:, 0]
+            # −[y log σ(f) + (1−y) log σ(−f)], stable for large |f|
+            losses = -(y * log_expit(f) + (1.0 - y) * log_expit(-f))
+        else:
+            losses = logsumexp(F, axis=1) - np.einsum("ij,ij->i", F, Y)
+        return float(np.dot(s, losses))
+
+    def probabilities(self, F):
+        if F.shape[1] == 1:
+            return expit(F)
+        return softmax(F, axis=1)
+
+    def residual_and_factor(self, F, Y, s):
+        prob = self.probabilities(F)
+        residual = (prob - Y) * s[:, None]
+        if F.shape[1] == 1:
+            factor = np.sqrt(s * prob[:, 0] * (1.0 - prob[:, 0]))[:, None, None]
+            return residual, factor.astype(F.dtype, copy=False)
+        sqrt_prob = np.sqrt(prob)
+        factor = -prob[:, :, None] * sqrt_prob[:, None, :]
+        K = F.shape[1]
+        idx = np.arange(K)
+        factor[:, idx, idx] += sqrt_prob
+        factor *= np.sqrt(s)[:, None, None]
+        return residual, factor
+
+
+LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss}

@@ -1,0 +1,261 @@
+"""The scaled two-layer network and its Jacobian structure (SPEC sections 1, 5).
+
+    a(x) = U x + b_h,      Φ(x) = κ Vᵀ ρ(a(x)) + b_o
+
+The parameter vector θ is laid out as ``[U_aug.ravel(), V.ravel(), b_o]``
+where ``U_aug = [U | b_h]`` (n × d̂, d̂ = d + 1 with an intercept) and the
+inputs are augmented with a column of ones to match. All Jacobian products
+and Grams are computed from ``ρ(A)``, ``ρ'(A)``, ``X``, ``U`` and ``V``; the
+explicit Jacobian is never formed when K > 1.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._activations import activate
+from ._kernels import (
+    hidden_gram_kernel,
+    output_gram_kernel,
+    scaled_hidden_jacobian_kernel,
+)
+
+# Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
+_BLOCK_BYTES = 64 * 2**20
+
+
+@dataclass
+class ForwardCache:
+    """What a forward pass leaves for the step: ρ(A), ρ'(A) and outputs."""
+
+    Xa: np.ndarray  # (b, d_aug)
+    rho: np.ndarray  # (b, n)
+    rho_deriv: np.ndarray  # (b, n) or None
+    outputs: np.ndarray  # (b, K)
+
+
+class TwoLayerNetwork:
+    """Shapes, scaling and activation of the network; θ is passed explicitly.
+
+    Parameters
+    ----------
+    n_features : int
+        Input dimension d (without the intercept column).
+    n_hidden : int
+        Number of hidden units n.
+    n_outputs : int
+        Number of outputs K.
+    kappa : float
+        Output scaling κ.
+    activation : str
+        Name of ρ.
+    fit_intercept : bool
+        Whether b_h and b_o exist.
+    """
+
+    def __init__(self, n_features, n_hidden, n_outputs, kappa, activation,
+                 fit_intercept):
+        self.n_features = n_features
+        self.n_hidden = n_hidden
+        self.n_outputs = n_outputs
+        self.kappa = float(kappa)
+        self.activation = activation
+        self.fit_intercept = fit_intercept
+        self.d_aug = n_features + int(fit_intercept)
+        self.n_hidden_params = n_hidden * self.d_aug
+        self.n_params = (
+            self.n_hidden_params + n_hidden * n_outputs + n_outputs * fit_intercept
+        )
+
+    # ------------------------------------------------------------ layout
+    def unpack(self, theta):
+        """Views ``(U_aug, V, b_o)`` into θ (``b_o`` is None without intercept)."""
+        n, d_aug, K = self.n_hidden, self.d_aug, self.n_outputs
+        p_u = self.n_hidden_params
+        U_aug = theta[:p_u].reshape(n, d_aug)
+        V = theta[p_u:p_u + n * K].reshape(n, K)
+        b_o = theta[p_u + n * K:] if self.fit_intercept else None
+        return U_aug, V, b_o
+
+    def pack(self, U, V, b_h=None, b_o=None, dtype=np.float64):
+        """Build θ from the public weight arrays."""
+        parts = [np.column_stack([U, b_h]) if self.fit_intercept else U, V]
+        if self.fit_intercept:
+            parts.append(b_o)
+        return np.concatenate([np.asarray(p, dtype=dtype).ravel() for p in parts])
+
+    def augment(self, X):
+        """Append the intercept column of ones to X (C-contiguous, X's dtype)."""
+        if not self.fit_intercept:
+            return np.ascontiguousarray(X)
+        Xa = np.empty((X.shape[0], self.d_aug), dtype=X.dtype)
+        Xa[:, :-1] = X
+        Xa[:, -1] = 1
+        return Xa
+
+    # ------------------------------------------------------------ forward
+    def forward(self, theta, Xa, with_deriv=True):
+        """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
+        U_aug, V, b_o = self.unpack(theta)
+        pre = Xa @ U_aug.T
+        rho, rho_deriv = activate(pre, self.activation, with_deriv)
+        outputs = rho @ V
+        outputs *= self.kappa
+        if b_o is not None:
+            outputs += b_o
+        return ForwardCache(Xa, rho, rho_deriv, outputs)
+
+    # ------------------------------------------------------------ Jacobian
+    def sensitivities(self, theta, cache, factor):
+        """``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` of shape (b, K, n)."""
+        _, V, _ = self.unpack(theta)
+        # (V A_k)[i, c] = Σ_c' V[i, c'] A_k[c', c]
+        VA = np.einsum("ie,kec->kci", V, factor, optimize=True)
+        VA *= cache.rho_deriv[:, None, :]
+        return VA
+
+    def jvp(self, theta, cache, W, factor, direction):
+        """``J̃ v`` (b × K) for a parameter-space direction ``v``."""
+        dU, dV, db_o = self.unpack(direction)
+        dpre = cache.Xa @ dU.T  # (b, n)
+        out = self.kappa * np.einsum("ki,kci->kc", dpre, W, optimize=True)
+        # κ ρ δV + δb_o lives in raw output space: map through A_kᵀ.
+        raw = cache.rho @ dV
+        raw *= self.kappa
+        if db_o is not None:
+            raw += db_o
+        out += np.einsum("kec,ke->kc", factor, raw, optimize=True)
+        return out
+
+    def vjp(self, theta, cache, W, factor, y):
+        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
+
+        With ``factor=None`` and ``W`` from an identity factor this is the
+        plain ``Jᵀ e`` of the gradient.
+        """
+        grad = np.empty(self.n_params, dtype=cache.rho.dtype)
+        gU, gV, gb_o = self.unpack(grad)
+        hidden = np.einsum("kci,kc->ki", W, y, optimize=True)
+        hidden *= self.kappa
+        np.dot(hidden.T, cache.Xa, out=gU)
+        z = y if factor is None else np.einsum("kec,kc->ke", factor, y, optimize=True)
+        np.dot(cache.rho.T, z, out=gV)
+        gV *= self.kappa
+        if gb_o is not None:
+            gb_o[:] = z.sum(axis=0)
+        return grad
+
+    def gradient(self, theta, cache, residual):
+        """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``."""
+        _, V, _ = self.unpack(theta)
+        W = (V.T[None, :, :] * cache.rho_deriv[:, None, :])  # identity factor
+        return self.vjp(theta, cache, W, None, residual)
+
+    # ------------------------------------------------------------ Gram
+    def gram(self, theta, cache, W, factor, D):
+        """The dual-form Gram ``J̃ D J̃ᵀ`` of shape (bK, bK), never via J̃."""
+        b, K, n = W.shape
+        dtype = cache.rho.dtype
+        D_U, D_V, D_bo = self.unpack(D)
+        gram = np.zeros((b * K, b * K), dtype=dtype)
+        kappa2 = self.kappa ** 2
+        itemsize = np.dtype(dtype).itemsize
+        if K == 1 and b * self.n_hidden_params * itemsize <= 4 * _BLOCK_BYTES:
+            Z = np.empty((b, self.n_hidden_params), dtype=dtype)
+            scaled_hidden_jacobian_kernel(
+                cache.Xa, W, np.sqrt(D_U), self.kappa, Z
+            )
+            gram += Z @ Z.T  # BLAS syrk
+        else:
+            block = max(1, int(_BLOCK_BYTES // max(1, b * n * itemsize)))
+            hidden_gram_kernel(
+                cache.Xa, W, np.ascontiguousarray(D_U.T), kappa2, gram, block
+            )
+        # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
+        scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
+        S = np.matmul(scaled, scaled.transpose(0, 2, 1))
+        S *= kappa2
+        if D_bo is not None:
+            S += D_bo[:, None, None]
+        output_gram_kernel(np.ascontiguousarray(factor), S, gram)
+        return gram
+
+    # ------------------------------------------------------------ primal
+    def gauss_newton_matrix(self, theta, cache, W, factor):
+        """The primal ``J̃ᵀ J̃`` (p × p).
+
+        The hidden-hidden block is ``Σ_k C_k ⊗ x̂_k x̂_kᵀ`` with
+        ``C_k = κ² W_kᵀ W_k`` (one GEMM, no K-fold repetition); the rows of
+        J̃ for the output weights and bias are small (bK × (nK + K)) and
+        are formed explicitly, as is their cross block with the hidden weights.
+        """
+        b, K, n = W.shape
+        Xa = cache.Xa
+        d_aug = self.d_aug
+        p_u = self.n_hidden_params
+        p = self.n_params
+        dtype = cache.rho.dtype
+        kappa = self.kappa
+        gn = np.empty((p, p), dtype=dtype)
+
+        # Explicit J̃ for output weights / bias: J̃_R[(k,c), (i,c'')] =
+        # κ ρ_ki A_k[c'', c];  J̃_R[(k,c), c''] = A_k[c'', c].
+        n_rest = p - p_u
+        J_rest = np.zeros((b, K, n_rest), dtype=dtype)
+        At = factor.transpose(0, 2, 1)  # At[k, c, c''] = A_k[c'', c]
+        J_rest[:, :, : n * K] = (
+            kappa * cache.rho[:, None, :, None] * At[:, :, None, :]
+        ).reshape(b, K, n * K)
+        if self.fit_intercept:
+            J_rest[:, :, n * K:] = At
+        J_rest2 = J_rest.reshape(b * K, n_rest)
+        gn[p_u:, p_u:] = J_rest2.T @ J_rest2
+
+        itemsize = np.dtype(dtype).itemsize
+        chunk = max(1, int(_BLOCK_BYTES // max(1, n * max(n, n_rest) * itemsize)))
+        UU = np.zeros((n * n, d_aug * d_aug), dtype=dtype)
+        UR = np.zeros((d_aug, n * n_rest), dtype=dtype)
+        for k0 in range(0, b, chunk):
+            sl = slice(k0, min(b, k0 + chunk))
+            Wc, Xc = W[sl], Xa[sl]
+            bc = Wc.shape[0]
+            # C_k[i, i'] = κ² Σ_c W[k,c,i] W[k,c,i']
+            C = np.matmul(Wc.transpose(0, 2, 1), Wc).reshape(bc, n * n)
+            outer = (Xc[:, :, None] * Xc[:, None, :]).reshape(bc, d_aug * d_aug)
+            UU += C.T @ outer
+            # F[k, i, s] = Σ_c W[k,c,i] J̃_R[(k,c), s]
+            F = np.matmul(Wc.transpose(0, 2, 1), J_rest[sl]).reshape(bc, -1)
+            UR += Xc.T @ F
+        UU *= kappa * kappa
+        gn[:p_u, :p_u] = (
+            UU.reshape(n, n, d_aug, d_aug).transpose(0, 2, 1, 3).reshape(p_u, p_u)
+        )
+        UR *= kappa
+        UR = UR.reshape(d_aug, n, n_rest).transpose(1, 0, 2).reshape(p_u, n_rest)
+        gn[:p_u, p_u:] = UR
+        gn[p_u:, :p_u] = UR.T
+        return gn
+
+    # ------------------------------------------------------------ costs
+    def step_costs(self, batch_size):
+        """Flop and memory estimates ``{"dual": (flops, bytes), "primal": ...}``.
+
+        Used by ``linear_solver="auto"``. Dual: Gram (hidden part b²·n·d̂ via
+        GEMM, or (bK)²·n·d̂ by syrk for K = 1; output part K·b²·n + b²K³) plus
+        a Cholesky of (bK)³/3. Primal: the GN matrix (b·n²·(d̂² + K·(nK+K)))
+        plus a Cholesky of p³/3.
+        """
+        b, n, K, d_aug, p = (batch_size, self.n_hidden, self.n_outputs,
+                             self.d_aug, self.n_params)
+        m = b * K
+        if K == 1:
+            hidden = b * b * n * d_aug
+        else:
+            hidden = b * b * n * d_aug + b * b * K * K * n
+        dual_flops = hidden + K * b * b * n + b * b * K**3 + m**3 / 3.0
+        dual_bytes = 8.0 * (m * m + min(b * n * d_aug, _BLOCK_BYTES / 8))
+        n_rest = n * K + K * self.fit_intercept
+        primal_flops = (2.0 * b * n * n * d_aug * d_aug
+                        + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
+        primal_bytes = 8.0 * (2 * p * p + b * K * n_rest)
+        return {"dual": (dual_flops, dual_bytes), "primal": (primal_flops, primal_bytes)}

@@ -1,0 +1,121 @@
+"""The GGN-SCORE step (SPEC section 4).
+
+Given the batch residual ``e = ∂R/∂Φ``, the curvature factor ``A`` with
+``Q = A Aᵀ``, the regularizer gradient ``∇g = τ ḡ'(θ)`` and the diagonal
+curvature ``H = λ_H ḡ''(θ)`` (``D = H⁻¹``), the search direction solves the
+Gauss-Newton system
+
+    (Jᵀ Q J + H) d = r,      r = Jᵀ e + ∇g                    (primal, p × p)
+
+or, by the Woodbury identity with ``J̃ = Aᵀ J``,
+
+    d = D r − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D r                     (dual, bK × bK)
+
+and the iterate moves by ``θ ← θ − α d`` with
+
+    η = sqrt(∇gᵀ D ∇g),      α = min(1, ᾱ / (1 + M_g η)),
+
+optionally followed by Armijo backtracking on the batch objective.
+"""
+
+import numpy as np
+
+from ._kernels import cholesky_solve_kernel
+
+ARMIJO_C = 1e-4
+ARMIJO_SHRINK = 0.5
+MAX_BACKTRACKS = 30
+
+
+class StepFailure(Exception):
+    """The linear system of a step could not be solved (non-finite or not PD)."""
+
+
+def choose_linear_solver(network, batch_size, linear_solver):
+    """Resolve ``"auto"`` by the cost model of :meth:`TwoLayerNetwork.step_costs`.
+
+    The primal form is taken only when it needs fewer flops *and* its p × p
+    matrices fit in 2 GiB; otherwise the dual.
+    """
+    if linear_solver != "auto":
+        return linear_solver
+    costs = network.step_costs(batch_size)
+    primal_flops, primal_bytes = costs["primal"]
+    dual_flops, _ = costs["dual"]
+    if primal_flops < dual_flops and primal_bytes <= 2 * 2**30:
+        return "primal"
+    return "dual"
+
+
+def _solve_spd(system, rhs):
+    """Cholesky solve in float64 (the bK × bK or p × p system is small
+    relative to the Gram's cost, and float32 Cholesky loses digits)."""
+    system = np.asarray(system, dtype=np.float64)
+    if not np.all(np.isfinite(system)):
+        raise StepFailure("the Gauss-Newton system has non-finite entries")
+    try:
+        return cholesky_solve_kernel(system, np.asarray(rhs, dtype=np.float64))
+    except np.linalg.LinAlgError as exc:
+        raise StepFailure(
+            "the Gauss-Newton system is not numerically positive definite"
+        ) from exc
+
+
+def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
+    """Return ``(d, r)``: the GGN-SCORE direction and the objective gradient.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+    theta : ndarray of shape (p,)
+    cache : ForwardCache
+        Forward pass at θ with derivatives.
+    residual : ndarray of shape (b, K)
+        ``e``.
+    factor : ndarray of shape (b, K, K)
+        ``A`` with ``Q_k = A_k A_kᵀ``.
+    reg_grad : ndarray of shape (p,)
+        ``∇g(θ)``.
+    D : ndarray of shape (p,)
+        Inverse of the diagonal regularizer curvature ``H``.
+    form : {"dual", "primal"}
+    """
+    r = network.gradient(theta, cache, residual)
+    r += reg_grad
+    W = network.sensitivities(theta, cache, factor)
+    dtype = theta.dtype
+    if form == "dual":
+        Dr = D * r
+        rhs = network.jvp(theta, cache, W, factor, Dr).ravel()
+        system = network.gram(theta, cache, W, factor, D)
+        system.flat[:: system.shape[0] + 1] += 1.0
+        y = _solve_spd(system, rhs).astype(dtype, copy=False)
+        back = network.vjp(theta, cache, W, factor, y.reshape(rhs.size // W.shape[1],
+                                                              W.shape[1]))
+        direction = Dr - D * back
+    else:
+        system = network.gauss_newton_matrix(theta, cache, W, factor)
+        system.flat[:: system.shape[0] + 1] += 1.0 / D
+        direction = _solve_spd(system, r).astype(dtype, copy=False)
+    if not np.all(np.isfinite(direction)):
+        raise StepFailure("the Gauss-Newton direction is not finite")
+    return direction, r
+
+
+def adaptive_step_size(step_size, M_g, reg_grad, D):
+    """``α = min(1, ᾱ / (1 + M_g η))`` with ``η = sqrt(∇gᵀ D ∇g)``."""
+    eta = float(np.sqrt(np.dot(reg_grad * D, reg_grad)))
+    return min(1.0, step_size / (1.0 + M_g * eta)), eta
+
+
+def armijo_backtracking(objective, theta, direction, grad, alpha, current):
+    """Halve α until ``L(θ − α d) ≤ L(θ) − c α rᵀ d`` (the reference's
+    ``ss_type=3``). Each trial is one forward pass; returns ``(α, L_new)``
+    or ``(0.0, current)`` when no trial is accepted."""
+    slope = float(np.dot(grad, direction))
+    for _ in range(MAX_BACKTRACKS):
+        trial = objective(theta - alpha * direction)
+        if np.isfinite(trial) and trial <= current - ARMIJO_C * alpha * slope:
+            return alpha, trial
+        alpha *= ARMIJO_SHRINK
+    return 0.0, current
