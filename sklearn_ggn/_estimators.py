@@ -1,7 +1,6 @@
 """The public estimators: thin subclasses of :class:`BaseGGNScore`."""
 
 import numpy as np
-from scipy.special import log_expit, log_softmax
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
@@ -537,7 +536,6 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         log_proba : ndarray of shape (n_samples, n_classes)
             Log-probabilities.
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([log_expit(-scores), log_expit(scores)])
-        return log_softmax(scores, axis=1)
+        # scikit-learn's convention: exactly log(predict_proba), -inf included.
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
