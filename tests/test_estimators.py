@@ -1,0 +1,267 @@
+"""API conventions, bad input, and training behaviour of the estimators."""
+
+import pickle
+import re
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn.datasets import make_teacher_student
+
+
+@parametrize_with_checks([GGNScoreRegressor(), GGNScoreClassifier()])
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+def regression_data(n=40, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.5 * X[:, 1]
+
+
+def classification_data(n=60, d=4, n_classes=3, seed=0):
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=3,
+                               n_redundant=0, n_classes=n_classes, random_state=seed)
+    return X, y
+
+
+# ------------------------------------------------------------------ bad input
+X_OK, Y_OK = regression_data()
+
+BAD_INPUT = [
+    # (id, estimator, X, y, error type, message pattern)
+    ("nan", GGNScoreRegressor(), np.where(X_OK > 1.5, np.nan, X_OK), Y_OK,
+     ValueError, "NaN"),
+    ("inf", GGNScoreRegressor(), np.where(X_OK > 1.5, np.inf, X_OK), Y_OK,
+     ValueError, "infinity"),
+    ("nan_y", GGNScoreRegressor(), X_OK, np.where(Y_OK > 1, np.nan, Y_OK),
+     ValueError, "NaN"),
+    ("empty", GGNScoreRegressor(), np.empty((0, 3)), np.empty(0),
+     ValueError, "0 sample"),
+    ("one_sample", GGNScoreRegressor(), X_OK[:1], Y_OK[:1],
+     ValueError, "1 sample"),
+    ("mismatched_lengths", GGNScoreRegressor(), X_OK, Y_OK[:-3],
+     ValueError, "inconsistent numbers of samples"),
+    ("one_class", GGNScoreClassifier(), X_OK, np.zeros(len(X_OK)),
+     ValueError, "only one class"),
+    ("3d_X", GGNScoreRegressor(), X_OK.reshape(-1, 3, 1), Y_OK,
+     ValueError, "Found array with dim 3"),
+    ("strings_in_X", GGNScoreRegressor(), np.array([["a", "b", "c"]] * 40), Y_OK,
+     ValueError, "could not convert string to float"),
+    ("sparse_X", GGNScoreRegressor(), sp.csr_matrix(X_OK), Y_OK,
+     TypeError, "[Ss]parse data was passed"),
+    ("continuous_labels", GGNScoreClassifier(), X_OK, Y_OK,
+     ValueError, "Unknown label type"),
+    ("negative_mu", GGNScoreRegressor(mu=-1.0), X_OK, Y_OK, ValueError, "'mu'"),
+    ("zero_mu", GGNScoreRegressor(mu=0.0), X_OK, Y_OK, ValueError, "'mu'"),
+    ("negative_tau", GGNScoreRegressor(tau=-1e-4), X_OK, Y_OK, ValueError, "'tau'"),
+    ("zero_step_size", GGNScoreRegressor(step_size=0.0), X_OK, Y_OK,
+     ValueError, "'step_size'"),
+    ("step_size_above_one", GGNScoreRegressor(step_size=1.5), X_OK, Y_OK,
+     ValueError, "'step_size'"),
+    ("unknown_activation", GGNScoreRegressor(activation="gelu"), X_OK, Y_OK,
+     ValueError, "'activation'"),
+    ("zero_damping", GGNScoreRegressor(damping=0.0), X_OK, Y_OK,
+     ValueError, "'damping'"),
+    ("zero_hidden", GGNScoreRegressor(n_hidden=0), X_OK, Y_OK,
+     ValueError, "'n_hidden'"),
+    ("tau_zero_with_exact_damping", GGNScoreRegressor(tau=0.0), X_OK, Y_OK,
+     ValueError, "damping='tau'.*tau > 0"),
+    ("negative_sample_weight", GGNScoreRegressor(), X_OK, Y_OK,
+     ValueError, "Negative values in data passed to `sample_weight`"),
+    ("zero_sample_weights", GGNScoreRegressor(), X_OK, Y_OK,
+     ValueError, "Sample weights must contain at least one non-zero number"),
+]
+SAMPLE_WEIGHTS = {"negative_sample_weight": -np.ones(len(Y_OK)),
+                  "zero_sample_weights": np.zeros(len(Y_OK))}
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+def test_bad_input_gets_a_clear_error(case):
+    name, est, X, y, error, pattern = case
+    with pytest.raises(error, match=pattern):
+        est.fit(X, y, sample_weight=SAMPLE_WEIGHTS.get(name))
+
+
+def test_predict_input_is_validated():
+    reg = GGNScoreRegressor(n_hidden=8, max_iter=2).fit(X_OK, Y_OK)
+    with pytest.raises(ValueError, match="3 features"):
+        reg.predict(X_OK[:, :2])
+    with pytest.raises(ValueError, match="NaN"):
+        reg.predict(np.full((2, 3), np.nan))
+
+
+def test_user_weights_of_wrong_shape_are_rejected():
+    reg = GGNScoreRegressor(n_hidden=8, warm_start=True)
+    reg.hidden_weights_ = np.zeros((5, 3))
+    reg.output_weights_ = np.zeros((8, 1))
+    reg.hidden_intercept_, reg.output_intercept_ = np.zeros(8), np.zeros(1)
+    with pytest.raises(ValueError, match=re.escape("hidden_weights_ has shape (5, 3)")):
+        reg.fit(X_OK, Y_OK)
+
+
+def test_diverging_fit_keeps_finite_weights_and_warns():
+    X, y, _, _ = make_teacher_student(n_train=100, random_state=0)
+    reg = GGNScoreRegressor(n_hidden=50, damping=1e-12, step_size=1.0,
+                            line_search=False, batch_size=None, max_iter=30,
+                            random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        reg.fit(X, y)
+    for name in ("hidden_weights_", "output_weights_", "hidden_intercept_",
+                 "output_intercept_"):
+        assert np.all(np.isfinite(getattr(reg, name)))
+    assert np.all(np.isfinite(reg.predict(X)))
+    assert all(np.isfinite(reg.loss_curve_))
+
+
+# ------------------------------------------------------------------ conventions
+def test_integer_sample_weights_equal_repeated_rows():
+    X, y = classification_data()
+    w = np.random.default_rng(0).integers(0, 4, len(y))
+    # One step with the exact curvature, and eight steps with damping=1 (with
+    # H = tau*g'' the system is ill-conditioned enough that round-off, which
+    # differs between the two batch layouts, grows over many steps).
+    for max_iter, damping in [(1, "tau"), (8, 1.0)]:
+        kw = dict(n_hidden=12, batch_size=None, max_iter=max_iter, tol=0,
+                  damping=damping, random_state=0)
+        for Est in (GGNScoreClassifier, GGNScoreRegressor):
+            target = y if Est is GGNScoreClassifier else y.astype(float)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                weighted = Est(**kw).fit(X, target, sample_weight=w)
+                repeated = Est(**kw).fit(np.repeat(X, w, axis=0),
+                                         np.repeat(target, w))
+            np.testing.assert_allclose(weighted.hidden_weights_,
+                                       repeated.hidden_weights_, rtol=1e-9,
+                                       atol=1e-11)
+            np.testing.assert_allclose(weighted.loss_curve_, repeated.loss_curve_,
+                                       rtol=1e-9)
+
+
+@pytest.mark.parametrize("batch_size", [None, 8])
+def test_fixed_seed_is_reproducible_bit_for_bit(batch_size):
+    X, y = classification_data()
+    fits = [GGNScoreClassifier(n_hidden=10, batch_size=batch_size, max_iter=4,
+                               early_stopping=batch_size is not None,
+                               random_state=3).fit(X, y) for _ in range(2)]
+    assert np.array_equal(fits[0].hidden_weights_, fits[1].hidden_weights_)
+    assert fits[0].loss_curve_ == fits[1].loss_curve_
+
+
+def test_partial_fit_and_warm_start():
+    X, y = classification_data()
+    clf = GGNScoreClassifier(n_hidden=10, batch_size=16, random_state=0)
+    clf.partial_fit(X[:30], y[:30], classes=np.unique(y))
+    first = clf.hidden_weights_.copy()
+    clf.partial_fit(X[30:], y[30:])
+    assert clf.n_iter_ == 2 and not np.array_equal(first, clf.hidden_weights_)
+    assert clf.t_ == 2 + 2  # two batches of 16 (14) per pass over 30 samples
+    with pytest.raises(ValueError, match="labels not in classes_"):
+        clf.partial_fit(X, y + 10)
+
+    reg = GGNScoreRegressor(n_hidden=10, max_iter=3, warm_start=True, tol=0,
+                            random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        reg.fit(X_OK, Y_OK)
+        start = reg.hidden_weights_.copy()
+        reg.fit(X_OK, Y_OK)
+    assert reg.n_iter_ == 6 and len(reg.loss_curve_) == 6
+    assert not np.array_equal(start, reg.hidden_weights_)
+
+
+def test_early_stopping_keeps_best_validation_weights():
+    X, y = classification_data(n=200)
+    clf = GGNScoreClassifier(n_hidden=16, batch_size=32, early_stopping=True,
+                             n_iter_no_change=3, max_iter=50, random_state=0)
+    clf.fit(X, y)
+    assert clf.best_validation_score_ == max(clf.validation_scores_)
+    assert len(clf.validation_scores_) == clf.n_iter_ < 50
+
+
+def test_verbose_prints_one_line_per_iteration(capsys):
+    with pytest.warns(ConvergenceWarning):
+        GGNScoreRegressor(n_hidden=6, max_iter=3, tol=0, verbose=True).fit(X_OK, Y_OK)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("It")]
+    assert len(lines) == 3
+    for key in ("objective", "risk", "step size", "time"):
+        assert key in lines[0]
+
+
+def test_gradient_descent_solver_follows_the_risk_gradient():
+    X, y, _, _ = make_teacher_student(n_train=100, random_state=1)
+    reg = GGNScoreRegressor(solver="gd", n_hidden=50, batch_size=None, max_iter=50,
+                            tol=0, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        reg.fit(X, y)
+    assert reg.loss_curve_[-1] < reg.loss_curve_[0]
+    assert np.all(np.diff(reg.loss_curve_) <= 0)  # lr=1 is stable here
+
+
+def test_binary_and_squared_error_classifiers():
+    X, y = classification_data(n_classes=2, n=80)
+    for loss in ("log_loss", "squared_error"):
+        clf = GGNScoreClassifier(loss=loss, n_hidden=16, random_state=0).fit(X, y)
+        scores = clf.decision_function(X)
+        assert scores.shape == (80,)
+        np.testing.assert_array_equal(clf.predict(X), clf.classes_[(scores > 0) * 1])
+        assert clf.score(X, y) > 0.9
+    assert clf.n_outputs_ == 2 and not hasattr(clf, "predict_proba")
+
+
+@pytest.mark.parametrize("linear_solver", ["dual", "primal"])
+def test_multi_output_regression(linear_solver):
+    X, _ = regression_data(n=60)
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] * X[:, 2]])
+    reg = GGNScoreRegressor(n_hidden=20, linear_solver=linear_solver,
+                            random_state=0).fit(X, Y)
+    assert reg.predict(X).shape == (60, 2) and reg.score(X, Y) > 0.9
+
+
+# ------------------------------------------------------------------ behaviour
+@pytest.mark.parametrize("tau,bound", [(1e-4, 1e-4), (1e-6, 1e-6)])
+def test_teacher_student_reaches_the_regularized_floor(tau, bound):
+    """SPEC section 4: m=500, d=5, n=500, SiLU, μ=√n, exact damping, line search."""
+    X, y, _, _ = make_teacher_student(n_train=500, n_features=5, random_state=0)
+    reg = GGNScoreRegressor(n_hidden=500, activation="silu", mu=np.sqrt(500),
+                            tau=tau, damping="tau", line_search=True,
+                            batch_size=None, max_iter=30, tol=0, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        reg.fit(X, y)
+    risk = 0.5 * np.mean((reg.predict(X) - y) ** 2)
+    assert risk < bound
+    assert np.all(np.diff(reg.loss_curve_) <= 0)  # never increases
+
+
+def test_digits_pipeline_accuracy():
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25,
+                                                        random_state=0, stratify=y)
+    model = make_pipeline(StandardScaler(), GGNScoreClassifier(random_state=0))
+    model.fit(X_train, y_train)
+    assert model.score(X_test, y_test) >= 0.95
+
+
+def test_grid_search_over_mu_and_tau_in_parallel_is_picklable():
+    X, y = load_digits(n_class=4, return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), GGNScoreClassifier(n_hidden=16,
+                                                              max_iter=5,
+                                                              random_state=0))
+    grid = {"ggnscoreclassifier__mu": [0.5, "auto"],
+            "ggnscoreclassifier__tau": [1e-5, 1e-3]}
+    search = GridSearchCV(pipe, grid, cv=2, n_jobs=2).fit(X, y)
+    assert search.best_score_ > 0.8
+    restored = pickle.loads(pickle.dumps(search))
+    np.testing.assert_array_equal(restored.predict(X), search.predict(X))
+    fresh = pickle.loads(pickle.dumps(clone(search)))
+    assert fresh.get_params()["estimator__ggnscoreclassifier__n_hidden"] == 16
