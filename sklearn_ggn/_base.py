@@ -24,8 +24,8 @@ from ._solver import (
     ggn_direction,
 )
 
-# Objectives this many times the initial one count as divergence.
-_DIVERGENCE_FACTOR = 1e10
+# An objective this many times the initial one counts as divergence.
+_DIVERGENCE_FACTOR = 1e4
 # batch_size="auto": full batch while the dual system b·K stays this small.
 _AUTO_FULL_BATCH_ROWS = 1024
 _AUTO_BATCH_ROWS = 256
@@ -54,7 +54,8 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         "mu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "tau": [Interval(Real, 0, None, closed="left")],
         "step_size": [Interval(Real, 0, 1, closed="right")],
-        "damping": [StrOptions({"tau"}), Interval(Real, 0, None, closed="neither")],
+        "damping": [StrOptions({"auto", "tau"}),
+                    Interval(Real, 0, None, closed="neither")],
         "line_search": ["boolean"],
         "linear_solver": [StrOptions({"auto", "dual", "primal"})],
         "solver": [StrOptions({"ggn", "gd"})],
@@ -122,12 +123,6 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         mu = 1.0 / _kappa(self.scaling, self.n_hidden) if self.mu == "auto" else self.mu
         return REGULARIZERS[self.regularizer](mu)
 
-    def _check_hyperparameters(self):
-        if self.damping == "tau" and self.solver == "ggn" and self.tau == 0:
-            raise ValueError(
-                "damping='tau' uses H = tau * g''(theta), which is zero for tau=0; "
-                "set tau > 0 or a positive float damping."
-            )
 
     def _initial_theta(self, network, dtype, rng, reuse):
         """θ0: from the public weight attributes when warm-starting, else drawn.
@@ -196,7 +191,6 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False):
-        self._check_hyperparameters()
         first_call = not (incremental and hasattr(self, "n_iter_"))
         X, Y = self._validate_input(X, y, incremental, reset=first_call)
         dtype = X.dtype
@@ -238,9 +232,9 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
 
         Xa = network.augment(X)
         reg = self._regularizer_object()
-        state = _TrainingState(self, network, reg, Y, sample_weight)
         batch_size = self._resolve_batch_size(n_samples, Y.shape[1])
         full_batch = batch_size >= n_samples
+        state = _TrainingState(self, network, reg, Y, sample_weight, full_batch)
         self.linear_solver_ = choose_linear_solver(network, batch_size,
                                                    self.linear_solver)
         max_iter = 1 if incremental else self.max_iter
@@ -289,10 +283,13 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
             del self._best_theta
         self._store_theta(network, theta)
         if diverged:
+            advice = ["a larger damping", "a smaller step_size"]
+            if not self.line_search:
+                advice.append("line_search=True")
             warnings.warn(
                 f"GGN-SCORE diverged after {self.n_iter_} iterations "
-                f"({state.failure}); kept the last finite parameters. Use a larger "
-                "damping, a smaller step_size, or line_search=True.",
+                f"({state.failure}); kept the last parameters from before it. Try "
+                f"{', '.join(advice[:-1])} or {advice[-1]}.",
                 ConvergenceWarning,
             )
         elif not converged and not incremental and self.max_iter > 1:
@@ -307,7 +304,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
 class _TrainingState:
     """The objective and one step of the solver over a fixed training set."""
 
-    def __init__(self, estimator, network, reg, Y, sample_weight):
+    def __init__(self, estimator, network, reg, Y, sample_weight, full_batch):
         self.est = estimator
         self.network = network
         self.reg = reg
@@ -316,6 +313,13 @@ class _TrainingState:
         self.loss = estimator._loss_object()
         self.tau = float(estimator.tau)
         damping = estimator.damping
+        if damping == "auto":
+            damping = "tau" if full_batch else 1.0
+        if damping == "tau" and estimator.solver == "ggn" and self.tau == 0:
+            raise ValueError(
+                f"damping={estimator.damping!r} uses H = tau * g''(theta) here, "
+                "which is zero for tau=0; set tau > 0 or a positive float damping."
+            )
         self.curvature_scale = self.tau if damping == "tau" else float(damping)
         self.M_g = reg.self_concordance_constant(network.n_params)
         self.failure = None
@@ -402,6 +406,7 @@ class _TrainingState:
 
     def epoch(self, theta, Xa, batch_size, rng):
         n = Xa.shape[0]
+        epoch_start = theta
         order = rng.permutation(n) if self.est.shuffle else np.arange(n)
         total = weight_total = 0.0
         alpha = 0.0
@@ -417,12 +422,21 @@ class _TrainingState:
                 if not np.all(np.isfinite(new)):
                     raise StepFailure("non-finite parameters")
             except StepFailure as exc:
+                # Batches of this epoch may already have moved θ far off (the
+                # divergence test only sees batch objectives): go back to the
+                # parameters that completed the last epoch.
                 self.failure = str(exc)
-                return theta, np.nan, 0.0, True
+                return epoch_start, np.nan, 0.0, True
             theta = new
+            last_batch = (idx, w / w_sum)
             total += before * w_sum
             weight_total += w_sum
             self.est.t_ += 1
+        # The last step of the epoch is checked on its own batch.
+        if weight_total > 0 and self._diverged(
+                self.objective(theta, Xa[last_batch[0]], self.Y[last_batch[0]],
+                               last_batch[1], False)[0], theta):
+            return epoch_start, np.nan, 0.0, True
         return theta, total / weight_total, alpha, False
 
 

@@ -42,10 +42,15 @@ _SHARED_PARAMETERS = """
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
 
-    damping : "tau" or float, default="tau"
+    damping : "auto", "tau" or float, default="auto"
         Curvature of the regularizer in the Gauss-Newton matrix: ``"tau"``
         uses ``H = ∇²g = τ ḡ''`` exactly as the paper's equations; a positive
         float c uses ``H = c ḡ''`` (c = 1.0 reproduces the authors' code).
+        ``"auto"`` is ``"tau"`` for full-batch training and 1.0 for
+        mini-batches: with the exact, tiny curvature every mini-batch step
+        nearly interpolates its batch (digits: 15 % test accuracy against
+        98 % with 1.0), while in full batch it reaches the regularized
+        optimum 2-5x sooner (see the documentation's defaults page).
 
     line_search : bool, default=True
         Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
@@ -213,7 +218,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     def __init__(self, n_hidden=100, activation="silu", scaling="ntk",
                  fit_intercept=True, regularizer="pseudo_huber", mu="auto",
-                 tau=1e-4, step_size=0.95, damping="tau", line_search=True,
+                 tau=1e-4, step_size=0.95, damping="auto", line_search=True,
                  linear_solver="auto", solver="ggn", learning_rate=1.0,
                  batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
                  early_stopping=False, validation_fraction=0.1, shuffle=True,
@@ -360,7 +365,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
                  scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
-                 mu="auto", tau=1e-4, step_size=0.95, damping="tau",
+                 mu="auto", tau=1e-4, step_size=0.95, damping="auto",
                  line_search=True, linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
