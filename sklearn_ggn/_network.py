@@ -258,4 +258,5 @@ class TwoLayerNetwork:
         primal_flops = (2.0 * b * n * n * d_aug * d_aug
                         + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
         primal_bytes = 8.0 * (2 * p * p + b * K * n_rest)
-        return {"dual": (dual_flops, dual_bytes), "primal": (primal_flops, primal_bytes)}
+        return {"dual": (dual_flops, dual_bytes),
+                "primal": (primal_flops, primal_bytes)}

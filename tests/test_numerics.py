@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 from naive import (
     DenseNetwork,
     dense_directions,
@@ -12,9 +11,9 @@ from naive import (
     naive_residual_and_curvature,
     naive_risk,
 )
+from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
-from sklearn_ggn import _network
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _network
 from sklearn_ggn._activations import ACTIVATIONS, activate
 from sklearn_ggn._losses import LOSSES
 from sklearn_ggn._network import TwoLayerNetwork
