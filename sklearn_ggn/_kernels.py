@@ -135,3 +135,62 @@ def cholesky_solve_kernel(system, rhs):
             acc -= L[j, i] * x[j]
         x[i] = acc / L[i, i]
     return x
+
+
+# ---------------------------------------------------------------- J̃ products
+# J̃ v and J̃ᵀ y reduce to two BLAS products with X (done by the caller) and
+# these O(b·K·n) contractions with the sensitivities W.
+
+
+@njit(**NUMBA_OPTIONS)
+def sensitivities_kernel(V, factor, rho_deriv, out):
+    """``out[k, c, i] = ρ'(a_ki) Σ_e V[i, e] A_k[e, c]``."""
+    b, K, _ = factor.shape
+    n = V.shape[0]
+    for k in range(b):
+        for c in range(K):
+            for i in range(n):
+                acc = 0.0
+                for e in range(K):
+                    acc += V[i, e] * factor[k, e, c]
+                out[k, c, i] = acc * rho_deriv[k, i]
+
+
+@njit(**NUMBA_OPTIONS)
+def contract_outputs_kernel(W, y, scale, out):
+    """``out[k, i] = scale · Σ_c W[k, c, i] y[k, c]`` (hidden part of J̃ᵀ y)."""
+    b, K, n = W.shape
+    for k in range(b):
+        for i in range(n):
+            out[k, i] = 0.0
+        for c in range(K):
+            w = scale * y[k, c]
+            for i in range(n):
+                out[k, i] += w * W[k, c, i]
+
+
+@njit(**NUMBA_OPTIONS)
+def contract_hidden_kernel(W, dpre, scale, out):
+    """``out[k, c] = scale · Σ_i W[k, c, i] δa[k, i]`` (hidden part of J̃ v)."""
+    b, K, n = W.shape
+    for k in range(b):
+        for c in range(K):
+            acc = 0.0
+            for i in range(n):
+                acc += W[k, c, i] * dpre[k, i]
+            out[k, c] = scale * acc
+
+
+@njit(**NUMBA_OPTIONS)
+def apply_factor_kernel(factor, z, transpose, out):
+    """``out_k = A_kᵀ z_k`` if ``transpose`` else ``A_k z_k``, per sample."""
+    b, K, _ = factor.shape
+    for k in range(b):
+        for c in range(K):
+            acc = 0.0
+            for e in range(K):
+                if transpose:
+                    acc += factor[k, e, c] * z[k, e]
+                else:
+                    acc += factor[k, c, e] * z[k, e]
+            out[k, c] = acc

@@ -15,9 +15,13 @@ import numpy as np
 
 from ._activations import activate
 from ._kernels import (
+    apply_factor_kernel,
+    contract_hidden_kernel,
+    contract_outputs_kernel,
     hidden_gram_kernel,
     output_gram_kernel,
     scaled_hidden_jacobian_kernel,
+    sensitivities_kernel,
 )
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
@@ -109,22 +113,27 @@ class TwoLayerNetwork:
     def sensitivities(self, theta, cache, factor):
         """``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` of shape (b, K, n)."""
         _, V, _ = self.unpack(theta)
-        # (V A_k)[i, c] = Σ_c' V[i, c'] A_k[c', c]
-        VA = np.einsum("ie,kec->kci", V, factor, optimize=True)
-        VA *= cache.rho_deriv[:, None, :]
-        return VA
+        b, K = factor.shape[0], factor.shape[1]
+        W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
+        sensitivities_kernel(np.ascontiguousarray(V), np.ascontiguousarray(factor),
+                             cache.rho_deriv, W)
+        return W
 
     def jvp(self, theta, cache, W, factor, direction):
         """``J̃ v`` (b × K) for a parameter-space direction ``v``."""
         dU, dV, db_o = self.unpack(direction)
         dpre = cache.Xa @ dU.T  # (b, n)
-        out = self.kappa * np.einsum("ki,kci->kc", dpre, W, optimize=True)
+        b, K = W.shape[0], W.shape[1]
+        out = np.empty((b, K), dtype=dpre.dtype)
+        contract_hidden_kernel(W, dpre, self.kappa, out)
         # κ ρ δV + δb_o lives in raw output space: map through A_kᵀ.
         raw = cache.rho @ dV
         raw *= self.kappa
         if db_o is not None:
             raw += db_o
-        out += np.einsum("kec,ke->kc", factor, raw, optimize=True)
+        mapped = np.empty_like(out)
+        apply_factor_kernel(np.ascontiguousarray(factor), raw, True, mapped)
+        out += mapped
         return out
 
     def vjp(self, theta, cache, W, factor, y):
@@ -135,10 +144,15 @@ class TwoLayerNetwork:
         """
         grad = np.empty(self.n_params, dtype=cache.rho.dtype)
         gU, gV, gb_o = self.unpack(grad)
-        hidden = np.einsum("kci,kc->ki", W, y, optimize=True)
-        hidden *= self.kappa
+        y = np.ascontiguousarray(y, dtype=grad.dtype)
+        hidden = np.empty((W.shape[0], W.shape[2]), dtype=grad.dtype)
+        contract_outputs_kernel(W, y, self.kappa, hidden)
         np.dot(hidden.T, cache.Xa, out=gU)
-        z = y if factor is None else np.einsum("kec,kc->ke", factor, y, optimize=True)
+        if factor is None:
+            z = y
+        else:
+            z = np.empty_like(y)
+            apply_factor_kernel(np.ascontiguousarray(factor), y, False, z)
         np.dot(cache.rho.T, z, out=gV)
         gV *= self.kappa
         if gb_o is not None:
@@ -148,7 +162,7 @@ class TwoLayerNetwork:
     def gradient(self, theta, cache, residual):
         """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``."""
         _, V, _ = self.unpack(theta)
-        W = (V.T[None, :, :] * cache.rho_deriv[:, None, :])  # identity factor
+        W = np.ascontiguousarray(V.T[None, :, :] * cache.rho_deriv[:, None, :])
         return self.vjp(theta, cache, W, None, residual)
 
     # ------------------------------------------------------------ Gram
