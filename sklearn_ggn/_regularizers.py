@@ -18,6 +18,14 @@ class _GSCRegularizer:
     def __init__(self, mu):
         self.mu = float(mu)
 
+    def gradient(self, t):
+        """ḡ'(t), element-wise."""
+        return self.derivatives(t)[0]
+
+    def hessian(self, t):
+        """ḡ''(t), element-wise: the diagonal of ∇²ḡ."""
+        return self.derivatives(t)[1]
+
     def self_concordance_constant(self, n_params):
         """Return ``M_g`` for ``n_params`` regularized parameters."""
         if self.nu is None:

@@ -105,6 +105,8 @@ def test_regularizer_derivatives_by_finite_differences(name, mu):
     reg = REGULARIZERS[name](mu)
     t = np.linspace(-3 * mu, 3 * mu, 61)
     grad, hess = reg.derivatives(t)
+    np.testing.assert_array_equal(reg.gradient(t), grad)
+    np.testing.assert_array_equal(reg.hessian(t), hess)
     eps = 1e-6 * max(mu, 1.0)
     fd_grad = (reg.value(t + eps) - reg.value(t - eps)) / (2 * eps)
     fd_hess = (reg.derivatives(t + eps)[0] - reg.derivatives(t - eps)[0]) / (2 * eps)
