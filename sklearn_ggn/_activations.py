@@ -31,11 +31,11 @@ def _activate_kernel(pre, code, out, out_deriv, with_deriv):
     for r in range(n_rows):
         for c in range(n_cols):
             a = pre[r, c]
-            if code == 0:  # silu: a·σ(a);  ρ' = σ(a)(1 + a(1 − σ(a)))
+            if code == 0:  # silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))
                 s = _sigmoid_scalar(a)
                 out[r, c] = a * s
                 if with_deriv:
-                    out_deriv[r, c] = s * (1.0 + a * (1.0 - s))
+                    out_deriv[r, c] = s * (1.0 + a * _sigmoid_scalar(-a))
             elif code == 1:  # relu; ρ'(0) = 0
                 if a > 0:
                     out[r, c] = a
@@ -45,16 +45,17 @@ def _activate_kernel(pre, code, out, out_deriv, with_deriv):
                     out[r, c] = 0.0
                     if with_deriv:
                         out_deriv[r, c] = 0.0
-            elif code == 2:  # tanh; ρ' = 1 − tanh²
-                t = math.tanh(a)
-                out[r, c] = t
+            elif code == 2:  # tanh; ρ' = 1/cosh² (keeps relative accuracy in
+                # the tails, where 1 − tanh² rounds to 0; cosh → inf gives 0)
+                out[r, c] = math.tanh(a)
                 if with_deriv:
-                    out_deriv[r, c] = 1.0 - t * t
-            elif code == 3:  # sigmoid; ρ' = σ(1 − σ)
+                    ch = math.cosh(a)
+                    out_deriv[r, c] = 1.0 / (ch * ch)
+            elif code == 3:  # sigmoid; ρ' = σ(a) σ(−a)
                 s = _sigmoid_scalar(a)
                 out[r, c] = s
                 if with_deriv:
-                    out_deriv[r, c] = s * (1.0 - s)
+                    out_deriv[r, c] = s * _sigmoid_scalar(-a)
             else:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
                 out[r, c] = max(a, 0.0) + math.log1p(math.exp(-abs(a)))
                 if with_deriv:

@@ -116,11 +116,15 @@ def output_gram_kernel(factor, S, gram):
 
 
 @njit(**NUMBA_OPTIONS)
-def cholesky_solve_kernel(system, rhs):
-    """Solve the SPD ``system @ x = rhs`` by Cholesky (LAPACK potrf) and two
-    triangular substitutions. Raises ``LinAlgError`` if not positive definite.
-    """
-    L = np.linalg.cholesky(system)
+def cholesky_kernel(system):
+    """Lower Cholesky factor (LAPACK potrf); raises ``LinAlgError`` if the
+    matrix is not positive definite."""
+    return np.linalg.cholesky(system)
+
+
+@njit(**NUMBA_OPTIONS)
+def cholesky_solve_kernel(L, rhs):
+    """Solve ``L Lᵀ x = rhs`` by forward and back substitution."""
     m = L.shape[0]
     y = np.empty(m, dtype=L.dtype)
     for i in range(m):
@@ -128,11 +132,12 @@ def cholesky_solve_kernel(system, rhs):
         for j in range(i):
             acc -= L[i, j] * y[j]
         y[i] = acc / L[i, i]
+    Lt = L.T.copy()  # row access for the back substitution
     x = np.empty(m, dtype=L.dtype)
     for i in range(m - 1, -1, -1):
         acc = y[i]
         for j in range(i + 1, m):
-            acc -= L[j, i] * x[j]
+            acc -= Lt[i, j] * x[j]
         x[i] = acc / L[i, i]
     return x
 

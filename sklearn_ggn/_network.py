@@ -181,7 +181,10 @@ class TwoLayerNetwork:
             )
             gram += Z @ Z.T  # BLAS syrk
         else:
-            block = max(1, int(_BLOCK_BYTES // max(1, b * n * itemsize)))
+            # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
+            # products (k, l) × d̂
+            per_row = b * max(n, self.d_aug) * itemsize
+            block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
             hidden_gram_kernel(
                 cache.Xa, W, np.ascontiguousarray(D_U.T), kappa2, gram, block
             )
@@ -226,7 +229,9 @@ class TwoLayerNetwork:
         gn[p_u:, p_u:] = J_rest2.T @ J_rest2
 
         itemsize = np.dtype(dtype).itemsize
-        chunk = max(1, int(_BLOCK_BYTES // max(1, n * max(n, n_rest) * itemsize)))
+        # samples per chunk: C is n², F is n·n_rest and the outer products d̂²
+        per_sample = max(n * n, n * n_rest, d_aug * d_aug) * itemsize
+        chunk = max(1, int(_BLOCK_BYTES // max(1, per_sample)))
         UU = np.zeros((n * n, d_aug * d_aug), dtype=dtype)
         UR = np.zeros((d_aug, n * n_rest), dtype=dtype)
         for k0 in range(0, b, chunk):
@@ -271,6 +276,7 @@ class TwoLayerNetwork:
         n_rest = n * K + K * self.fit_intercept
         primal_flops = (2.0 * b * n * n * d_aug * d_aug
                         + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
-        primal_bytes = 8.0 * (2 * p * p + b * K * n_rest)
+        primal_bytes = 8.0 * (2 * p * p + b * K * n_rest
+                              + n * n * d_aug * d_aug + d_aug * n * n_rest)
         return {"dual": (dual_flops, dual_bytes),
                 "primal": (primal_flops, primal_bytes)}

@@ -78,8 +78,6 @@ BAD_INPUT = [
      ValueError, "'n_hidden'"),
     ("tau_zero_with_exact_damping", GGNScoreRegressor(tau=0.0, damping="tau"), X_OK,
      Y_OK, ValueError, "damping='tau' uses H = tau.*set tau > 0"),
-    ("tau_zero_with_auto_damping_full_batch", GGNScoreRegressor(tau=0.0), X_OK,
-     Y_OK, ValueError, "damping='auto' uses H = tau.*set tau > 0"),
     ("negative_sample_weight", GGNScoreRegressor(), X_OK, Y_OK,
      ValueError, "Negative values in data passed to `sample_weight`"),
     ("zero_sample_weights", GGNScoreRegressor(), X_OK, Y_OK,
@@ -198,11 +196,59 @@ def test_partial_fit_and_warm_start():
 
 def test_early_stopping_keeps_best_validation_weights():
     X, y = classification_data(n=200)
-    clf = GGNScoreClassifier(n_hidden=16, batch_size=32, early_stopping=True,
-                             n_iter_no_change=3, max_iter=50, random_state=0)
-    clf.fit(X, y)
-    assert clf.best_validation_score_ == max(clf.validation_scores_)
+    kw = dict(n_hidden=16, batch_size=32, early_stopping=True, n_iter_no_change=3,
+              random_state=0)
+    clf = GGNScoreClassifier(max_iter=50, **kw).fit(X, y)
     assert len(clf.validation_scores_) == clf.n_iter_ < 50
+    best_epoch = int(np.argmax(clf.validation_scores_)) + 1
+    assert best_epoch < clf.n_iter_  # it went on past the best epoch ...
+    # ... and came back to it: same seed, stopped right at the best epoch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        at_best = GGNScoreClassifier(max_iter=best_epoch, **kw).fit(X, y)
+    np.testing.assert_array_equal(clf.hidden_weights_, at_best.hidden_weights_)
+    assert clf.best_loss_ == min(clf.loss_curve_)
+
+
+def test_warm_start_may_switch_on_early_stopping():
+    X, y = classification_data(n=100)
+    clf = GGNScoreClassifier(n_hidden=8, batch_size=32, max_iter=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+        clf.set_params(warm_start=True, early_stopping=True).fit(X, y)
+    assert len(clf.validation_scores_) == 2
+
+
+def test_failed_partial_fit_leaves_no_classes_behind():
+    X, y = classification_data(n=40, n_classes=2)
+    clf = GGNScoreClassifier(n_hidden=8)
+    with pytest.raises(ValueError, match="NaN"):
+        clf.partial_fit(np.full_like(X, np.nan), y, classes=[0, 1, 2])
+    clf.fit(X, y)
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+
+
+def test_auto_damping_is_mini_batch_damping_for_partial_fit():
+    """A stream of small chunks must not get the exact (tiny) curvature."""
+    X, y = load_digits(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    scores = {}
+    for damping in ("auto", 1.0):
+        clf = GGNScoreClassifier(damping=damping, random_state=0)
+        for start in range(0, len(y_train), 16):
+            clf.partial_fit(X_train[start:start + 16], y_train[start:start + 16],
+                            classes=np.arange(10))
+        scores[damping] = clf.score(X_test, y_test)
+    assert scores["auto"] == scores[1.0] > 0.8
+
+
+def test_tau_zero_uses_unit_damping_with_auto():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg = GGNScoreRegressor(tau=0.0, n_hidden=8, max_iter=5).fit(X_OK, Y_OK)
+    assert np.isfinite(reg.loss_curve_[-1])
 
 
 def test_verbose_prints_one_line_per_iteration(capsys):
