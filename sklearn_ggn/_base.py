@@ -71,6 +71,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
+        "store_initial_weights": ["boolean"],
     }
 
     @abstractmethod
@@ -78,7 +79,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
                  mu, tau, step_size, damping, line_search, linear_solver, solver,
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
-                 warm_start, verbose):
+                 warm_start, verbose, store_initial_weights):
         self.n_hidden = n_hidden
         self.activation = activation
         self.scaling = scaling
@@ -102,6 +103,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
+        self.store_initial_weights = store_initial_weights
 
     # ---------------------------------------------------------------- hooks
     @abstractmethod
@@ -109,8 +111,8 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         """Return ``(X, Y)`` with Y the (b × K) training targets in X's dtype."""
 
     @abstractmethod
-    def _validation_score(self, X, y):
-        """Score used by early stopping (higher is better)."""
+    def _score_outputs(self, outputs, Y, sample_weight):
+        """Score (R² or accuracy) of raw outputs against target matrix Y."""
 
     # --------------------------------------------------------------- helpers
     def _network(self, n_features, n_outputs):
@@ -159,12 +161,8 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
 
     def _store_theta(self, network, theta):
-        U_aug, V, b_o = network.unpack(theta)
-        self.hidden_weights_ = np.array(U_aug[:, : network.n_features])
-        self.output_weights_ = np.array(V)
-        if self.fit_intercept:
-            self.hidden_intercept_ = np.array(U_aug[:, -1])
-            self.output_intercept_ = np.array(b_o)
+        for name, value in self._weights_dict(network, theta).items():
+            setattr(self, name + "_", value)
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
@@ -193,98 +191,108 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         return min(self.batch_size, n_samples)
 
     # ------------------------------------------------------------------ fit
-    def _fit(self, X, y, sample_weight=None, incremental=False, classes=None):
+    def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
+             X_val=None, y_val=None, sample_weight_val=None):
         first_call = not (incremental and hasattr(self, "n_iter_"))
         X, Y = self._validate_input(X, y, reset=first_call, classes=classes)
         dtype = X.dtype
-        n_samples = X.shape[0]
         sample_weight = _check_sample_weight(sample_weight, X, dtype=dtype,
                                              ensure_non_negative=True)
-        if not np.sum(sample_weight) > 0:
-            raise ValueError("sample_weight must have a positive sum.")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together.")
 
         if not incremental or not hasattr(self, "_rng"):
             self._rng = check_random_state(self.random_state)
         rng = self._rng
         network = self._network(X.shape[1], Y.shape[1])
         reuse = self.warm_start or (incremental and not first_call)
+        fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
         theta = self._initial_theta(network, dtype, rng, reuse)
-        if not hasattr(self, "loss_curve_") or not reuse:
-            self.loss_curve_ = []
-            self.n_iter_ = 0
-            self.t_ = 0
-            self.best_loss_ = np.inf
-            self.validation_scores_ = None
-            self.best_validation_score_ = None
-        if self.early_stopping and self.validation_scores_ is None:
-            self.validation_scores_ = []
-            self.best_validation_score_ = -np.inf
-        self._no_improvement_count = 0
+        if self.store_initial_weights and (fresh_start
+                                           or not hasattr(self, "initial_weights_")):
+            self.initial_weights_ = self._weights_dict(network, theta)
+        self._reset_history(reuse)
 
-        # Early stopping holds out a validation split (stratified for classifiers).
+        # Validation data: given (as in HistGradientBoosting), or with early
+        # stopping a held-out split (stratified for classifiers).
         early_stopping = self.early_stopping and not incremental
-        X_val = y_val = None
-        if early_stopping:
+        if X_val is not None:
+            X_val, Y_val = self._validate_input(X_val, y_val, reset=False)
+            X_val = X_val.astype(dtype, copy=False)
+            Y_val = Y_val.astype(dtype, copy=False)
+            sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
+                                          ensure_non_negative=True)
+        elif early_stopping:
             stratify = np.asarray(y) if is_classifier(self) else None
-            idx = np.arange(n_samples)
             idx_train, idx_val = train_test_split(
-                idx, test_size=self.validation_fraction, random_state=rng,
-                stratify=stratify,
+                np.arange(X.shape[0]), test_size=self.validation_fraction,
+                random_state=rng, stratify=stratify,
             )
-            X_val, y_val = X[idx_val], np.asarray(y)[idx_val]
+            X_val, Y_val, sw_val = X[idx_val], Y[idx_val], sample_weight[idx_val]
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
-            n_samples = X.shape[0]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
-            self._best_theta = theta.copy()
+        if X_val is not None:
+            Xa_val = network.augment(X_val)
+            s_val = sw_val / sw_val.sum()
+        best_theta = theta
 
+        n_samples = X.shape[0]
         Xa = network.augment(X)
-        reg = self._regularizer_object()
         batch_size = self._resolve_batch_size(n_samples, Y.shape[1])
         full_batch = batch_size >= n_samples
         # partial_fit streams chunks: that is mini-batch training for "auto".
-        state = _TrainingState(self, network, reg, Y, sample_weight,
-                               full_batch and not incremental)
+        state = _TrainingState(self, network, self._regularizer_object(), Y,
+                               sample_weight, full_batch and not incremental)
         self.linear_solver_ = choose_linear_solver(network, batch_size,
                                                    self.linear_solver)
         max_iter = 1 if incremental else self.max_iter
         start = time.perf_counter()
+        elapsed0 = self.history_["time"][-1] if self.history_["time"] else 0.0
         diverged = converged = False
         for _ in range(max_iter):
             if full_batch:
-                theta, epoch_objective, alpha, diverged = state.full_batch_iteration(
-                    theta, Xa)
+                theta, record, diverged = state.full_batch_iteration(theta, Xa)
             else:
-                theta, epoch_objective, alpha, diverged = state.epoch(
-                    theta, Xa, batch_size, rng)
+                theta, record, diverged = state.epoch(theta, Xa, batch_size, rng)
             if diverged:
                 break
+            objective = record["objective"]
             previous_best = self.best_loss_
             self.n_iter_ += 1
-            self.loss_curve_.append(epoch_objective)
-            self.best_loss_ = min(self.best_loss_, epoch_objective)
+            self.loss_curve_.append(objective)
+            self.best_loss_ = min(self.best_loss_, objective)
+            record["time"] = elapsed0 + time.perf_counter() - start
+            if X_val is not None:
+                outputs = network.forward(theta, Xa_val, with_deriv=False).outputs
+                record["validation_risk"] = state.loss.risk(outputs, Y_val, s_val)
+                record["validation_score"] = self._score_outputs(outputs, Y_val,
+                                                                 sw_val)
+            for key, value in record.items():
+                self.history_.setdefault(key, []).append(value)
             if self.verbose:
-                print(f"Iteration {self.n_iter_}, objective = {epoch_objective:.8g}, "
-                      f"risk = {state.last_risk:.8g}, step size = {alpha:.4g}, "
-                      f"time = {time.perf_counter() - start:.3f}s")
+                extra = ("" if X_val is None else
+                         f", validation score = {record['validation_score']:.6g}")
+                print(f"Iteration {self.n_iter_}, objective = {objective:.8g}, "
+                      f"risk = {record['risk']:.8g}, "
+                      f"step size = {record['step_size']:.4g}{extra}, "
+                      f"time = {record['time']:.3f}s")
             if early_stopping:
-                self._store_theta(network, theta)
-                score = self._validation_score(X_val, y_val)
+                score = record["validation_score"]
                 self.validation_scores_.append(score)
                 if score > self.best_validation_score_:
-                    self._best_theta = theta.copy()
+                    best_theta = theta
                 if score < self.best_validation_score_ + self.tol:
                     self._no_improvement_count += 1
                 else:
                     self._no_improvement_count = 0
                 self.best_validation_score_ = max(self.best_validation_score_, score)
+            elif objective > previous_best - self.tol:
+                self._no_improvement_count += 1
             else:
-                if epoch_objective > previous_best - self.tol:
-                    self._no_improvement_count += 1
-                else:
-                    self._no_improvement_count = 0
-            if full_batch and alpha == 0.0 and self.line_search:
+                self._no_improvement_count = 0
+            if full_batch and record["step_size"] == 0.0 and self.line_search:
                 # No decrease along the Gauss-Newton direction: θ cannot move,
                 # and every further iteration would repeat the same step.
                 converged = True
@@ -298,8 +306,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
                           f"{self.n_iter_no_change} consecutive iterations. Stopping.")
                 break
         if early_stopping:
-            theta = self._best_theta
-            del self._best_theta
+            theta = best_theta
         self._store_theta(network, theta)
         if diverged:
             advice = ["a larger damping", "a smaller step_size"]
@@ -318,6 +325,31 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
                 ConvergenceWarning,
             )
         return self
+
+    def _reset_history(self, reuse):
+        """Start the per-iteration records, or continue them when warm-starting."""
+        if not hasattr(self, "loss_curve_") or not reuse:
+            self.loss_curve_ = []
+            self.history_ = {"objective": [], "risk": [], "step_size": [],
+                             "time": []}
+            self.n_iter_ = 0
+            self.t_ = 0
+            self.best_loss_ = np.inf
+            self.validation_scores_ = None
+            self.best_validation_score_ = None
+        if self.early_stopping and self.validation_scores_ is None:
+            self.validation_scores_ = []
+            self.best_validation_score_ = -np.inf
+        self._no_improvement_count = 0
+
+    def _weights_dict(self, network, theta):
+        U_aug, V, b_o = network.unpack(theta)
+        weights = {"hidden_weights": np.array(U_aug[:, : network.n_features]),
+                   "output_weights": np.array(V)}
+        if self.fit_intercept:
+            weights["hidden_intercept"] = np.array(U_aug[:, -1])
+            weights["output_intercept"] = np.array(b_o)
+        return weights
 
 
 class _TrainingState:
@@ -421,6 +453,7 @@ class _TrainingState:
         return theta - alpha * direction, obj, new_obj, alpha, trials["last"]
 
     def full_batch_iteration(self, theta, Xa):
+        """One step on all samples: ``(θ, record, diverged)``."""
         s = self.sample_weight / self.sample_weight.sum()
         current = getattr(self, "_current", None)
         try:
@@ -431,18 +464,22 @@ class _TrainingState:
                 raise StepFailure(self.failure)
         except StepFailure as exc:
             self.failure = str(exc)
-            return theta, np.nan, 0.0, True
+            return theta, None, True
         self._current = after
-        self.last_risk = after[1]
         self.est.t_ += 1
-        return new, after[0], alpha, False
+        return new, {"objective": after[0], "risk": after[1], "step_size": alpha}, False
 
     def epoch(self, theta, Xa, batch_size, rng):
+        """One shuffled pass in mini-batches: ``(θ, record, diverged)``.
+
+        The record holds the epoch means (weighted by batch weight) of the
+        batch objectives and risks before each step, and of the step sizes.
+        """
         n = Xa.shape[0]
         epoch_start = theta
         order = rng.permutation(n) if self.est.shuffle else np.arange(n)
-        total = weight_total = 0.0
-        alpha = 0.0
+        sums = {"objective": 0.0, "risk": 0.0, "step_size": 0.0}
+        weight_total = 0.0
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
             w = self.sample_weight[idx]
@@ -459,16 +496,17 @@ class _TrainingState:
                 # divergence test only sees batch objectives): go back to the
                 # parameters that completed the last epoch.
                 self.failure = str(exc)
-                return epoch_start, np.nan, 0.0, True
+                return epoch_start, None, True
             theta = new
             last_batch = (idx, w / w_sum)
-            total += before * w_sum
+            for key, value in (("objective", before), ("risk", self.last_risk),
+                               ("step_size", alpha)):
+                sums[key] += value * w_sum
             weight_total += w_sum
             self.est.t_ += 1
         # The last step of the epoch is checked on its own batch.
         if weight_total > 0 and self._diverged(
                 self.objective(theta, Xa[last_batch[0]], self.Y[last_batch[0]],
                                last_batch[1], False)[0], theta):
-            return epoch_start, np.nan, 0.0, True
-        return theta, total / weight_total, alpha, False
-
+            return epoch_start, None, True
+        return theta, {k: v / weight_total for k, v in sums.items()}, False

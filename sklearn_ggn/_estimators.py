@@ -92,9 +92,11 @@ _SHARED_PARAMETERS = """
         improvement of ``tol``.
 
     early_stopping : bool, default=False
-        Hold out ``validation_fraction`` of the training data (stratified for
-        classifiers), stop when its score stops improving, and keep the
-        parameters of the best validation score. Ignored by ``partial_fit``.
+        Stop when the validation score stops improving and keep the
+        parameters of the best validation score. The validation data are
+        ``X_val, y_val`` when given to ``fit``, otherwise a held-out
+        ``validation_fraction`` of the training data (stratified for
+        classifiers). Ignored by ``partial_fit``.
 
     validation_fraction : float, default=0.1
         Fraction held out for early stopping.
@@ -113,6 +115,11 @@ _SHARED_PARAMETERS = """
 
     verbose : bool or int, default=False
         Print one line per iteration/epoch: objective, risk, α and time.
+
+    store_initial_weights : bool, default=False
+        Keep a copy of the initial weights in ``initial_weights_`` (needed by
+        :func:`sklearn_ggn.diagnostics.time_invariance`); off by default so
+        that ordinary fits pay nothing.
 """
 
 _SHARED_ATTRIBUTES = """
@@ -141,11 +148,24 @@ _SHARED_ATTRIBUTES = """
         Objective ``R + g`` after each iteration (full batch), or the mean
         batch objective of each epoch (mini-batch).
 
+    history_ : dict of lists
+        One entry per iteration/epoch: ``"objective"`` (as ``loss_curve_``),
+        ``"risk"`` (R alone), ``"step_size"`` (α taken; the epoch mean for
+        mini-batches), ``"time"`` (seconds since the first fit of a
+        warm-started sequence), and with validation data (``X_val`` or
+        ``early_stopping``) ``"validation_risk"`` and ``"validation_score"``.
+
+    initial_weights_ : dict of ndarray
+        With ``store_initial_weights=True``: the weights the optimization
+        started from (``"hidden_weights"``, ``"output_weights"`` and the
+        intercepts); kept across warm-started fits.
+
     best_loss_ : float
         Smallest value in ``loss_curve_``.
 
     validation_scores_ : list of float or None
-        Validation score per iteration/epoch with ``early_stopping``.
+        Validation score per iteration/epoch with ``early_stopping`` (on
+        ``X_val`` when given, else on the held-out split).
 
     best_validation_score_ : float or None
         Best validation score with ``early_stopping``.
@@ -223,7 +243,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  linear_solver="auto", solver="ggn", learning_rate=1.0,
                  batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
                  early_stopping=False, validation_fraction=0.1, shuffle=True,
-                 random_state=None, warm_start=False, verbose=False):
+                 random_state=None, warm_start=False, verbose=False,
+                 store_initial_weights=False):
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -233,6 +254,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
             validation_fraction=validation_fraction, shuffle=shuffle,
             random_state=random_state, warm_start=warm_start, verbose=verbose,
+            store_initial_weights=store_initial_weights,
         )
 
     def __sklearn_tags__(self):
@@ -259,11 +281,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                              f"with {self.n_outputs_}.")
         return X, np.ascontiguousarray(Y)
 
-    def _validation_score(self, X, y):
-        return r2_score(y, self.predict(X))
+    def _score_outputs(self, outputs, Y, sample_weight):
+        return r2_score(Y, outputs, sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
+            sample_weight_val=None):
         """Fit the network to data.
 
         Parameters
@@ -275,13 +298,23 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; integer weights are equivalent to repeating
             rows (exactly so with full-batch training).
+        X_val : array-like of shape (n_val, n_features), default=None
+            Validation inputs: their risk and score are recorded in
+            ``history_`` after every iteration/epoch, and used instead of a
+            held-out split by ``early_stopping``. Inside a ``Pipeline`` they
+            are not transformed by the preceding steps.
+        y_val : array-like, default=None
+            Validation targets (with ``X_val``).
+        sample_weight_val : array-like of shape (n_val,), default=None
+            Validation sample weights.
 
         Returns
         -------
         self : GGNScoreRegressor
             The fitted estimator.
         """
-        return self._fit(X, y, sample_weight)
+        return self._fit(X, y, sample_weight, X_val=X_val, y_val=y_val,
+                         sample_weight_val=sample_weight_val)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, sample_weight=None):
@@ -370,7 +403,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  line_search=True, linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
-                 shuffle=True, random_state=None, warm_start=False, verbose=False):
+                 shuffle=True, random_state=None, warm_start=False, verbose=False,
+                 store_initial_weights=False):
         self.loss = loss
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
@@ -381,6 +415,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
             validation_fraction=validation_fraction, shuffle=shuffle,
             random_state=random_state, warm_start=warm_start, verbose=verbose,
+            store_initial_weights=store_initial_weights,
         )
 
     def __sklearn_tags__(self):
@@ -418,11 +453,16 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             Y[np.arange(len(codes)), codes] = 1
         return X, Y
 
-    def _validation_score(self, X, y):
-        return accuracy_score(y, self.predict(X))
+    def _score_outputs(self, outputs, Y, sample_weight):
+        if Y.shape[1] == 1:  # one logit
+            return accuracy_score(Y[:, 0] > 0.5, outputs[:, 0] > 0,
+                                  sample_weight=sample_weight)
+        return accuracy_score(Y.argmax(axis=1), outputs.argmax(axis=1),
+                              sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
+            sample_weight_val=None):
         """Fit the network to labelled data.
 
         Parameters
@@ -434,13 +474,23 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; integer weights are equivalent to repeating
             rows (exactly so with full-batch training).
+        X_val : array-like of shape (n_val, n_features), default=None
+            Validation inputs: their risk and score are recorded in
+            ``history_`` after every iteration/epoch, and used instead of a
+            held-out split by ``early_stopping``. Inside a ``Pipeline`` they
+            are not transformed by the preceding steps.
+        y_val : array-like, default=None
+            Validation targets (with ``X_val``).
+        sample_weight_val : array-like of shape (n_val,), default=None
+            Validation sample weights.
 
         Returns
         -------
         self : GGNScoreClassifier
             The fitted estimator.
         """
-        return self._fit(X, y, sample_weight)
+        return self._fit(X, y, sample_weight, X_val=X_val, y_val=y_val,
+                         sample_weight_val=sample_weight_val)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
