@@ -12,3 +12,9 @@ NUMBA_CACHE = os.environ.get("SKLEARN_GGN_NUMBA_CACHE", "1") != "0"
 # fastmath would allow re-association, which breaks the bit-for-bit
 # reproducibility of fits and the primal == dual identities at 1e-8.
 NUMBA_OPTIONS = {"cache": NUMBA_CACHE, "nogil": True, "fastmath": False}
+
+# For the reduction loops of the Gram kernels: re-association and FMA
+# contraction let LLVM vectorize the dot products. The result is still
+# deterministic for a given build (bit-for-bit reproducible fits); no
+# assumptions about NaN/inf are allowed, since divergence detection needs them.
+NUMBA_OPTIONS_REDUCTION = {**NUMBA_OPTIONS, "fastmath": {"reassoc", "contract"}}

@@ -20,10 +20,10 @@ GEMM per row block) instead of K² times as an explicit Jacobian would.
 import numpy as np
 from numba import njit
 
-from ._config import NUMBA_OPTIONS
+from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
-@njit(**NUMBA_OPTIONS)
+@njit(**NUMBA_OPTIONS_REDUCTION)
 def hidden_gram_kernel(Xa, W, D_U_T, kappa2, gram, block_rows):
     """Add the hidden-weight part of ``J̃ D J̃ᵀ`` to ``gram`` (bK × bK).
 
@@ -95,7 +95,7 @@ def scaled_hidden_jacobian_kernel(Xa, W, sqrt_D_U, kappa, out):
                 out[k, base + j] = w * Xa[k, j] * sqrt_D_U[i, j]
 
 
-@njit(**NUMBA_OPTIONS)
+@njit(**NUMBA_OPTIONS_REDUCTION)
 def output_gram_kernel(factor, S, gram):
     """Add ``Σ_c'' A_k[c'',c] A_l[c'',c'] S[c'',k,l]`` to ``gram``.
 
