@@ -123,16 +123,16 @@ _SHARED_PARAMETERS = """
 """
 
 _SHARED_ATTRIBUTES = """
-    hidden_weights_ : ndarray of shape (n_hidden, n_features_in_)
+    hidden_weights_ : ndarray of shape (n_hidden, `n_features_in_`)
         Hidden-layer weights U.
 
-    output_weights_ : ndarray of shape (n_hidden, n_outputs_)
+    output_weights_ : ndarray of shape (n_hidden, `n_outputs_`)
         Output weights V.
 
     hidden_intercept_ : ndarray of shape (n_hidden,)
         Hidden bias ``b_h`` (only with ``fit_intercept=True``).
 
-    output_intercept_ : ndarray of shape (n_outputs_,)
+    output_intercept_ : ndarray of shape (`n_outputs_`,)
         Output bias ``b_o`` (only with ``fit_intercept=True``).
 
     n_outputs_ : int
@@ -176,7 +176,7 @@ _SHARED_ATTRIBUTES = """
     n_features_in_ : int
         Number of features seen during ``fit``.
 
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during ``fit`` (only when X has string
         column names).
 """

@@ -31,3 +31,11 @@ def test_ci_runs_the_readme_test_command():
     assert "python -m sklearn_ggn" in commands[0]
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci
+
+
+def test_readme_usage_example_runs():
+    readme = (ROOT / "README.md").read_text()
+    (code,) = re.findall(r"```python\n(.+?)\n```", readme, flags=re.S)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["search"].score(namespace["X_test"], namespace["y_test"]) > 0.95
