@@ -236,6 +236,8 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         if X_val is not None:
             Xa_val = network.augment(X_val)
             s_val = sw_val / sw_val.sum()
+            for key in ("validation_risk", "validation_score"):
+                self.history_.setdefault(key, [])
         best_theta = theta
 
         n_samples = X.shape[0]
@@ -245,6 +247,8 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         # partial_fit streams chunks: that is mini-batch training for "auto".
         state = _TrainingState(self, network, self._regularizer_object(), Y,
                                sample_weight, full_batch and not incremental)
+        if reuse:  # judge divergence against the start of the whole sequence
+            state.initial_objective = getattr(self, "_initial_objective", None)
         self.linear_solver_ = choose_linear_solver(network, batch_size,
                                                    self.linear_solver)
         max_iter = 1 if incremental else self.max_iter
@@ -308,6 +312,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         if early_stopping:
             theta = best_theta
         self._store_theta(network, theta)
+        self._initial_objective = state.initial_objective
         if diverged:
             advice = ["a larger damping", "a smaller step_size"]
             if not self.line_search:

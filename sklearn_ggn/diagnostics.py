@@ -131,7 +131,11 @@ def time_invariance(estimator, X, zero_as_unchanged=False):
         Inputs (as seen by the estimator, i.e. after any preprocessing).
     zero_as_unchanged : bool, default=False
         Count an entry whose final value is exactly 0 as unchanged (the
-        convention of the paper's appendix, "a = 0 counts as unchanged").
+        convention the paper's appendix describes, "a = 0 counts as
+        unchanged"). The authors' code computes its "incl. a = 0" column
+        differently, adding the growth of the number of zeros of U (by
+        :func:`cardcal`) as a share of all entries; this function follows
+        the paper's text.
 
     Returns
     -------

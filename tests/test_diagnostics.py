@@ -155,3 +155,12 @@ def test_early_stopping_uses_given_validation_data():
         clf.fit(X, y, X_val=X_val)
     with pytest.raises(ValueError, match="features"):
         clf.fit(X, y, X_val=X_val[:, :2], y_val=y_val)
+
+
+def test_history_has_validation_keys_even_if_the_first_epoch_diverges():
+    X, y = data(n=80)
+    reg = GGNScoreRegressor(solver="gd", learning_rate=1e6, n_hidden=8,
+                            batch_size=16, max_iter=3, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        reg.fit(X, y, X_val=X, y_val=y)
+    assert reg.history_["validation_risk"] == [] == reg.history_["objective"]
