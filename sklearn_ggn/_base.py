@@ -254,6 +254,7 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         max_iter = 1 if incremental else self.max_iter
         start = time.perf_counter()
         elapsed0 = self.history_["time"][-1] if self.history_["time"] else 0.0
+        monitoring = 0.0  # time spent on validation, kept out of history_
         diverged = converged = False
         for _ in range(max_iter):
             if full_batch:
@@ -267,12 +268,14 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
             self.n_iter_ += 1
             self.loss_curve_.append(objective)
             self.best_loss_ = min(self.best_loss_, objective)
-            record["time"] = elapsed0 + time.perf_counter() - start
+            now = time.perf_counter()
+            record["time"] = elapsed0 + now - start - monitoring
             if X_val is not None:
                 outputs = network.forward(theta, Xa_val, with_deriv=False).outputs
                 record["validation_risk"] = state.loss.risk(outputs, Y_val, s_val)
                 record["validation_score"] = self._score_outputs(outputs, Y_val,
                                                                  sw_val)
+                monitoring += time.perf_counter() - now
             for key, value in record.items():
                 self.history_.setdefault(key, []).append(value)
             if self.verbose:
