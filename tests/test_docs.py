@@ -43,4 +43,4 @@ def test_docs_build_without_warnings(tmp_path):
                  "generated/sklearn_ggn.GGNScoreClassifier"):
         assert (out / f"{page}.html").is_file(), page
     reproducing = (src / "docs" / "reproducing.rst").read_text()
-    assert reproducing.count(".. TODO: numbers from the reproduction run") == 5
+    assert "TODO" not in reproducing  # every section has its measured numbers
