@@ -171,7 +171,8 @@ _SHARED_ATTRIBUTES = """
         Best validation score with ``early_stopping``.
 
     linear_solver_ : str
-        The form (``"dual"`` or ``"primal"``) used for a full batch.
+        The form (``"dual"`` or ``"primal"``) used for the batch size of the
+        last fit (what ``linear_solver="auto"`` resolved to).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
