@@ -152,8 +152,9 @@ _SHARED_ATTRIBUTES = """
         One entry per iteration/epoch: ``"objective"`` (as ``loss_curve_``),
         ``"risk"`` (R alone), ``"step_size"`` (α taken; the epoch mean for
         mini-batches), ``"time"`` (training seconds since the first fit of a
-        warm-started sequence; validation evaluations are not counted), and with validation data (``X_val`` or
-        ``early_stopping``) ``"validation_risk"`` and ``"validation_score"``.
+        warm-started sequence; validation evaluations are not counted), and
+        with validation data (``X_val`` or ``early_stopping``)
+        ``"validation_risk"`` and ``"validation_score"``.
 
     initial_weights_ : dict of ndarray
         With ``store_initial_weights=True``: the weights the optimization

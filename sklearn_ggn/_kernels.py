@@ -116,13 +116,6 @@ def output_gram_kernel(factor, S, gram):
 
 
 @njit(**NUMBA_OPTIONS)
-def cholesky_kernel(system):
-    """Lower Cholesky factor (LAPACK potrf); raises ``LinAlgError`` if the
-    matrix is not positive definite."""
-    return np.linalg.cholesky(system)
-
-
-@njit(**NUMBA_OPTIONS)
 def cholesky_solve_kernel(L, rhs):
     """Solve ``L Lᵀ x = rhs`` by forward and back substitution."""
     m = L.shape[0]

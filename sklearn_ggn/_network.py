@@ -174,12 +174,19 @@ class TwoLayerNetwork:
         gram = np.zeros((b * K, b * K), dtype=dtype)
         kappa2 = self.kappa ** 2
         itemsize = np.dtype(dtype).itemsize
-        if K == 1 and b * self.n_hidden_params * itemsize <= 4 * _BLOCK_BYTES:
-            Z = np.empty((b, self.n_hidden_params), dtype=dtype)
-            scaled_hidden_jacobian_kernel(
-                cache.Xa, W, np.sqrt(D_U), self.kappa, Z
-            )
-            gram += Z @ Z.T  # BLAS syrk
+        if K == 1:
+            # G_U = Z Zᵀ with Z = κ W ⊗ x̂ ∘ sqrt(D_U) (b × n·d̂): BLAS syrk,
+            # accumulated over blocks of hidden units to bound Z's memory.
+            sqrt_D_U = np.sqrt(D_U)
+            units = max(1, int(4 * _BLOCK_BYTES // max(1, b * self.d_aug * itemsize)))
+            for i0 in range(0, n, units):
+                i1 = min(n, i0 + units)
+                Z = np.empty((b, (i1 - i0) * self.d_aug), dtype=dtype)
+                scaled_hidden_jacobian_kernel(
+                    cache.Xa, np.ascontiguousarray(W[:, :, i0:i1]),
+                    np.ascontiguousarray(sqrt_D_U[i0:i1]), self.kappa, Z,
+                )
+                gram += Z @ Z.T
         else:
             # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
             # products (k, l) × d̂

@@ -1,0 +1,23 @@
+"""Benchmark suite of sklearn_ggn.
+
+Run from the repository root::
+
+    python -m benchmarks --quick          # under ~5 minutes on 2 cores
+    python -m benchmarks --full           # longer, more repeats and points
+    python -m benchmarks --quick --only step_cost scaling
+    python -m benchmarks --quick --wait-load 1.0   # wait for a quiet machine
+
+Each benchmark writes ``results/<name>_<mode>.md`` (tables, load report,
+machine stamp), ``.png`` plot(s) and ``.json`` raw numbers; the run writes
+``results/summary_<mode>.md``. Times are medians over repeats and every ratio
+is measured within one run. Nothing here asserts speed: the tests never do.
+
+Benchmarks (numbered as in the performance issue):
+
+1. ``step_cost`` — one full-batch step against the BLAS syrk floor.
+2. ``time_to_accuracy`` — GGN-SCORE vs MLPRegressor (lbfgs, adam) and GD.
+6. ``startup`` — numba compile time and first-fit overhead.
+8. ``scaling`` — step time against m and n, dual vs primal, the auto choice.
+"""
+
+BENCHMARKS = ("step_cost", "time_to_accuracy", "startup", "scaling")

@@ -1,0 +1,422 @@
+"""Benchmark 1 — cost of one full-batch GGN-SCORE step against the BLAS floor.
+
+Problem: teacher-student data (``make_teacher_student``), m = 1000 samples,
+d = 20, n = 500 hidden units, ``fit_intercept=False`` (p = n·d + n = 10 500),
+float64, squared error, default τ, μ, damping. ``linear_solver="auto"``
+picks the dual form here (checked and reported).
+
+What is timed, round-robin in the same run (medians over repeats):
+
+* ``floor``: one BLAS rank-k update ``Z @ Z.T`` for a random m × p float64
+  ``Z`` (numpy dispatches the product of an array with its own transpose to
+  syrk) — the cost of forming the m × m Gram, the dominant term of a dual step.
+* ``direction``: ``sklearn_ggn._solver.ggn_direction(..., "dual")`` — the
+  step's linear algebra (gradient, sensitivities, Gram, Cholesky, two solves
+  with one refinement), no forward pass, no line search.
+* ``fit, line_search=False``: ``GGNScoreRegressor(batch_size=None,
+  warm_start=True, max_iter=1, line_search=False).fit`` from the same fixed
+  weights every time (reset before each call, untimed) — one complete step
+  as a user sees it: input validation, forward pass, direction, update, the
+  forward pass at the new point.
+* ``fit, line_search=True``: the same with the default Armijo line search.
+
+The headline ratio is ``fit, line_search=False`` / ``floor`` (target ≤ 1.3);
+the ``direction`` / ``floor`` ratio is reported beside it. The breakdown
+comes from separate, instrumented fits (manual timers wrapped around the
+package's functions, restored afterwards); a cProfile listing of one fit is
+written next to the table. The default BLAS threads are used; the same
+ratios with one BLAS thread (threadpoolctl) are reported too.
+"""
+
+import cProfile
+import functools
+import io
+import pstats
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from ._common import (
+    LoadMonitor,
+    StepProblem,
+    md_table,
+    median,
+    new_figure,
+    result_path,
+    save_figure,
+    spread,
+    time_interleaved,
+    write_result,
+)
+
+NAME = "step_cost"
+TITLE = "Benchmark 1: GGN-SCORE step cost vs the BLAS floor"
+TARGET_RATIO = 1.3
+
+CONFIG = {
+    "smoke": {"m": 200, "d": 20, "n": 100, "repeats": 3, "breakdown": 2},
+    "quick": {"m": 1000, "d": 20, "n": 500, "repeats": 9, "breakdown": 5},
+    "full": {"m": 1000, "d": 20, "n": 500, "repeats": 31, "breakdown": 11},
+}
+
+
+# ----------------------------------------------------------- call recorder
+class CallRecorder:
+    """Wrap functions/methods with timers that record the call tree."""
+
+    def __init__(self):
+        self.roots = []
+        self._stack = []
+        self._patches = []
+
+    def wrap(self, owner, attr, label):
+        original = owner.__dict__[attr] if isinstance(owner, type) else getattr(
+            owner, attr)
+        recorder = self
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            entry = {"label": label, "children": [], "t": 0.0}
+            if recorder._stack:
+                recorder._stack[-1]["children"].append(entry)
+            else:
+                recorder.roots.append(entry)
+            recorder._stack.append(entry)
+            t0 = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                entry["t"] = time.perf_counter() - t0
+                recorder._stack.pop()
+
+        setattr(owner, attr, wrapper)
+        self._patches.append((owner, attr, original))
+
+    def __enter__(self):
+        import sklearn_ggn._base as base
+        import sklearn_ggn._network as network
+        import sklearn_ggn._solver as solver
+        from sklearn_ggn._estimators import GGNScoreRegressor
+        from sklearn_ggn._losses import SquaredError
+        from sklearn_ggn._regularizers import PseudoHuber
+
+        self.wrap(GGNScoreRegressor, "fit", "fit")
+        self.wrap(base._TrainingState, "objective", "objective")
+        self.wrap(base, "ggn_direction", "ggn_direction")
+        self.wrap(base, "armijo_backtracking", "line_search")
+        self.wrap(base, "adaptive_step_size", "step_size_rule")
+        self.wrap(PseudoHuber, "derivatives", "reg_derivatives")
+        self.wrap(SquaredError, "residual_and_factor", "residual")
+        net = network.TwoLayerNetwork
+        for method in ("forward", "gradient", "sensitivities", "gram", "jvp", "vjp",
+                       "gauss_newton_matrix"):
+            self.wrap(net, method, method)
+        for kernel in ("scaled_hidden_jacobian_kernel", "output_gram_kernel",
+                       "hidden_gram_kernel"):
+            self.wrap(network, kernel, kernel)
+        self.wrap(solver, "_cholesky", "cholesky")
+        self.wrap(solver, "cholesky_solve_kernel", "triangular_solves")
+        return self
+
+    def __exit__(self, *exc):
+        for owner, attr, original in reversed(self._patches):
+            setattr(owner, attr, original)
+        self._patches = []
+        return False
+
+
+COMPONENTS = [
+    ("forward passes + risk (objective)", "forward passes (objective at θ and "
+     "at the new point when there is no line search)"),
+    ("residual, regularizer derivatives, step-size rule", ""),
+    ("gradient Jᵀe", "inside the direction"),
+    ("sensitivities W", "inside the direction"),
+    ("Gram: form Z (numba)", "scaled_hidden_jacobian_kernel"),
+    ("Gram: Z Zᵀ syrk + output part + copies", "self time of network.gram"),
+    ("Gram: output block (numba)", "output_gram_kernel"),
+    ("Gram: hidden kernel (numba, K>1)", "hidden_gram_kernel"),
+    ("primal GN matrix", "gauss_newton_matrix"),
+    ("Cholesky", "potrf via numba, with the finiteness check"),
+    ("first solve: J̃ products + triangular solves", ""),
+    ("refinement: J̃ products + triangular solves", ""),
+    ("direction glue (vector ops, checks)", "self time of ggn_direction"),
+    ("line search (Armijo trials)", "armijo_backtracking incl. its forward passes"),
+    ("fit overhead (validation, set-up, records)", "self time of fit"),
+]
+
+
+def _categorize(fit_entry):
+    """Exclusive seconds per component of one recorded ``fit`` call."""
+    out = defaultdict(float)
+
+    def self_time(e):
+        return e["t"] - sum(c["t"] for c in e["children"])
+
+    def add_tree(e, cat):
+        out[cat] += e["t"]
+
+    def visit_direction(e):
+        out["direction glue (vector ops, checks)"] += self_time(e)
+        phase, seen_solve = "first solve", False
+        for c in e["children"]:
+            label = c["label"]
+            if label == "gradient":
+                add_tree(c, "gradient Jᵀe")
+            elif label == "sensitivities":
+                add_tree(c, "sensitivities W")
+            elif label == "gram":
+                out["Gram: Z Zᵀ syrk + output part + copies"] += self_time(c)
+                for k in c["children"]:
+                    cat = {"scaled_hidden_jacobian_kernel": "Gram: form Z (numba)",
+                           "output_gram_kernel": "Gram: output block (numba)",
+                           "hidden_gram_kernel": "Gram: hidden kernel (numba, K>1)"}
+                    add_tree(k, cat.get(k["label"], "Gram: Z Zᵀ syrk + output part + "
+                                        "copies"))
+            elif label == "gauss_newton_matrix":
+                add_tree(c, "primal GN matrix")
+            elif label == "cholesky":
+                add_tree(c, "Cholesky")
+            elif label in ("jvp", "vjp", "triangular_solves"):
+                add_tree(c, f"{phase}: J̃ products + triangular solves")
+                if label == "triangular_solves":
+                    seen_solve = True
+                elif label == "vjp" and seen_solve:
+                    phase = "refinement"
+            else:
+                add_tree(c, "direction glue (vector ops, checks)")
+
+    def visit(e):
+        label = e["label"]
+        if label == "ggn_direction":
+            visit_direction(e)
+        elif label == "line_search":
+            add_tree(e, "line search (Armijo trials)")
+        elif label in ("objective", "forward"):
+            add_tree(e, "forward passes + risk (objective)")
+        elif label in ("residual", "reg_derivatives", "step_size_rule"):
+            add_tree(e, "residual, regularizer derivatives, step-size rule")
+        else:  # unexpected nesting: keep its time visible
+            add_tree(e, "fit overhead (validation, set-up, records)")
+
+    out["fit overhead (validation, set-up, records)"] += self_time(fit_entry)
+    for child in fit_entry["children"]:
+        visit(child)
+    return dict(out)
+
+
+# -------------------------------------------------------------------- run
+def _make_estimator(n, line_search):
+    from sklearn_ggn import GGNScoreRegressor
+
+    return GGNScoreRegressor(n_hidden=n, fit_intercept=False, batch_size=None,
+                             warm_start=True, max_iter=1, line_search=line_search,
+                             linear_solver="auto", random_state=0)
+
+
+class _FixedStartFit:
+    """A warm-started one-step fit whose start weights are reset each call."""
+
+    def __init__(self, n, line_search, X, y):
+        self.est = _make_estimator(n, line_search)
+        self.X, self.y = X, y
+        self.est.fit(X, y)  # first step from the random init (also compiles)
+        self.hidden = self.est.hidden_weights_.copy()
+        self.output = self.est.output_weights_.copy()
+
+    def reset(self):
+        self.est.hidden_weights_ = self.hidden.copy()
+        self.est.output_weights_ = self.output.copy()
+
+    def __call__(self):
+        self.est.fit(self.X, self.y)
+
+
+def _timed_block(cases, repeats):
+    times = time_interleaved(cases, repeats)
+    return {k: {"median": median(v), "all": v} for k, v in times.items()}
+
+
+def run(mode, stamp):
+    from threadpoolctl import threadpool_limits
+
+    from sklearn_ggn.datasets import make_teacher_student
+
+    cfg = CONFIG[mode]
+    m, d, n = cfg["m"], cfg["d"], cfg["n"]
+    with LoadMonitor() as monitor:
+        problem = StepProblem(m, d, n)
+        p = problem.p
+        auto_form = problem.auto_form()
+        X, y, _, _ = make_teacher_student(n_train=m, n_test=1, n_features=d,
+                                          random_state=0)
+        Z = np.random.default_rng(0).standard_normal((m, p))
+        fit_plain = _FixedStartFit(n, False, X, y)
+        fit_ls = _FixedStartFit(n, True, X, y)
+        cases = {
+            "floor": lambda: Z @ Z.T,
+            "direction": lambda: problem.direction("dual"),
+            "fit_no_ls": (fit_plain.reset, fit_plain),
+            "fit_ls": (fit_ls.reset, fit_ls),
+        }
+        timings = {"default": _timed_block(cases, cfg["repeats"])}
+        with threadpool_limits(limits=1, user_api="blas"):
+            one = {k: cases[k] for k in ("floor", "direction", "fit_no_ls")}
+            timings["1 thread"] = _timed_block(one, max(3, cfg["repeats"] // 2))
+
+        # Breakdown: instrumented fits (separate from the timed ones).
+        breakdowns = {}
+        for label, fitter in (("line_search=False", fit_plain),
+                              ("line_search=True", fit_ls)):
+            per_call = []
+            fitter.reset()
+            fitter()  # BLAS threads were just re-enabled: wake them untimed
+            for _ in range(cfg["breakdown"]):
+                fitter.reset()
+                with CallRecorder() as rec:
+                    fitter()
+                fit_entry = rec.roots[-1]
+                cats = _categorize(fit_entry)
+                cats["total"] = fit_entry["t"]
+                per_call.append(cats)
+            keys = {k for c in per_call for k in c}
+            breakdowns[label] = {k: median([c.get(k, 0.0) for c in per_call])
+                                 for k in keys}
+        # Line-search trial count of the timed configuration.
+        fit_ls.reset()
+        fit_ls()
+        ls_alpha = fit_ls.est.history_["step_size"][-1]
+
+        profile_path = result_path(NAME + "_profile", mode, ".txt")
+        fit_ls.reset()
+        prof = cProfile.Profile()
+        prof.enable()
+        fit_ls()
+        prof.disable()
+        buf = io.StringIO()
+        stats = pstats.Stats(prof, stream=buf)
+        stats.strip_dirs()  # file names only: no paths of this machine
+        stats.sort_stats("tottime").print_stats(25)
+        profile_path.write_text(
+            f"cProfile of one fit(max_iter=1, line_search=True), m={m}, d={d}, "
+            f"n={n}, p={p}, sorted by tottime\n\n" + buf.getvalue())
+
+    raw = {"m": m, "d": d, "n": n, "p": p, "auto_form": auto_form,
+           "timings": timings, "breakdown": breakdowns,
+           "line_search_step_size": ls_alpha}
+    body, verdict = _report(raw)
+    fig_path = _plot(raw, mode, stamp)
+    write_result(NAME, mode, TITLE, stamp, monitor, body, raw, [fig_path])
+    raw["verdict"] = verdict
+    d = verdict["default"]
+    raw["summary"] = (
+        f"step/floor = {d['fit_no_ls_ratio']:.2f}x (fit, no line search; "
+        f"direction only {d['direction_ratio']:.2f}x; 1 thread "
+        f"{verdict['1 thread']['fit_no_ls_ratio']:.2f}x) vs target "
+        f"{TARGET_RATIO}x: {verdict['status']}")
+    return raw
+
+
+def _report(raw):
+    m, d, n, p = raw["m"], raw["d"], raw["n"], raw["p"]
+    lines = [
+        f"Teacher-student, m = {m}, d = {d}, n = {n}, fit_intercept=False, "
+        f"p = {p}, float64; `linear_solver=\"auto\"` picks **{raw['auto_form']}**. "
+        "Floor = one `Z @ Z.T` (syrk) of a random "
+        f"{m} × {p} matrix, timed round-robin with the step in the same run.",
+        "",
+    ]
+    rows = []
+    verdict = {}
+    for threads, block in raw["timings"].items():
+        floor = block["floor"]["median"]
+        for key, label in (("floor", "floor: Z @ Z.T (syrk)"),
+                           ("direction", "ggn_direction (dual), no forward/LS"),
+                           ("fit_no_ls", "fit: one step, line_search=False"),
+                           ("fit_ls", "fit: one step, line_search=True")):
+            if key not in block:
+                continue
+            t = block[key]["median"]
+            rows.append((threads, label, t * 1e3, spread([v * 1e3 for v in
+                                                          block[key]["all"]]),
+                         len(block[key]["all"]), t / floor))
+        verdict[threads] = {
+            "fit_no_ls_ratio": block["fit_no_ls"]["median"] / floor,
+            "direction_ratio": block["direction"]["median"] / floor,
+        }
+    lines.append(md_table(["BLAS threads", "what", "median [ms]", "min-max [ms]",
+                           "repeats", "÷ floor"], rows))
+    head = verdict["default"]["fit_no_ls_ratio"]
+    status = "met" if head <= TARGET_RATIO else "not met"
+    lines += [
+        "",
+        f"**Bar (step ≤ {TARGET_RATIO}× floor)**: headline ratio = fit step "
+        f"without line search ÷ floor = **{head:.2f}×** → **{status}** "
+        f"(direction alone: {verdict['default']['direction_ratio']:.2f}×; "
+        f"1 BLAS thread: {verdict['1 thread']['fit_no_ls_ratio']:.2f}× / "
+        f"{verdict['1 thread']['direction_ratio']:.2f}×).",
+        "",
+        "## Where the step's time goes",
+        "",
+        "Exclusive time per component, median over instrumented one-step fits "
+        "(default BLAS threads; the instrumented fits are separate from the "
+        "timed ones above). The line-search step size accepted from these "
+        f"weights is α = {raw['line_search_step_size']:.3g}.",
+        "",
+    ]
+    b_plain = raw["breakdown"]["line_search=False"]
+    b_ls = raw["breakdown"]["line_search=True"]
+    rows = []
+    for comp, note in COMPONENTS:
+        a, b = b_plain.get(comp, 0.0), b_ls.get(comp, 0.0)
+        if a == 0.0 and b == 0.0:
+            continue
+        rows.append((comp, a * 1e3, 100 * a / b_plain["total"], b * 1e3,
+                     100 * b / b_ls["total"], note))
+    sums = [sum(b.get(c, 0.0) for c, _ in COMPONENTS) for b in (b_plain, b_ls)]
+    rows.append(("sum of the component medians", sums[0] * 1e3,
+                 100 * sums[0] / b_plain["total"], sums[1] * 1e3,
+                 100 * sums[1] / b_ls["total"], ""))
+    rows.append(("total (median instrumented fit)", b_plain["total"] * 1e3, 100.0,
+                 b_ls["total"] * 1e3, 100.0,
+                 "exceeds the sum when single components spike in some calls"))
+    lines.append(md_table(["component", "LS off [ms]", "LS off %", "LS on [ms]",
+                           "LS on %", "note"], rows))
+    lines += ["", f"cProfile listing: `{NAME}_profile_<mode>.txt`."]
+    verdict["status"] = status
+    return "\n".join(lines), verdict
+
+
+def _plot(raw, mode, stamp):
+    fig, (ax1, ax2) = new_figure(2, width=6.5)
+    labels, vals, colors = [], [], []
+    for threads, block in raw["timings"].items():
+        for key in ("floor", "direction", "fit_no_ls", "fit_ls"):
+            if key in block:
+                labels.append(f"{key}\n({threads})")
+                vals.append(block[key]["median"] * 1e3)
+                colors.append("0.5" if key == "floor" else
+                              ("C0" if threads == "default" else "C1"))
+    ax1.bar(range(len(vals)), vals, color=colors)
+    ax1.set_xticks(range(len(vals)), labels, rotation=60, fontsize=7)
+    floor = raw["timings"]["default"]["floor"]["median"] * 1e3
+    ax1.axhline(TARGET_RATIO * floor, color="r", ls="--", lw=1,
+                label=f"{TARGET_RATIO}× floor (default threads)")
+    ax1.set_ylabel("median time [ms]")
+    ax1.set_title(f"one step, m={raw['m']}, n={raw['n']}, p={raw['p']}")
+    ax1.legend(fontsize=7)
+    bottom = np.zeros(2)
+    for i, (comp, _) in enumerate(COMPONENTS):
+        vals = np.array([raw["breakdown"][k].get(comp, 0.0) * 1e3
+                         for k in ("line_search=False", "line_search=True")])
+        if not vals.any():
+            continue
+        ax2.bar([0, 1], vals, bottom=bottom, label=comp, color=f"C{i % 10}",
+                hatch="//" if i >= 10 else None)
+        bottom += vals
+    ax2.axhline(floor, color="k", ls=":", lw=1, label="floor (syrk)")
+    ax2.set_xticks([0, 1], ["line_search=False", "line_search=True"])
+    ax2.set_ylabel("ms (instrumented fit)")
+    ax2.set_title("breakdown of one fit step")
+    ax2.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return save_figure(fig, NAME, mode, stamp)
