@@ -386,7 +386,7 @@ class _TrainingState:
         self.initial_objective = None
 
     def regularization(self, theta):
-        return self.tau * float(np.sum(self.reg.value(theta)))
+        return self.tau * self.reg.value_sum(theta)
 
     def objective(self, theta, Xa, Y, s, with_deriv=True):
         """``(L, R, cache)``; GD minimises the unregularized risk (SPEC §7)."""

@@ -23,59 +23,62 @@ from numba import njit
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
+@njit(**NUMBA_OPTIONS)
+def pair_products_kernel(Xa, k0, k1):
+    """Rows ``Xa[k] ∘ Xa[l]`` for ``k0 ≤ k < k1`` and ``l ≥ k``, stacked.
+
+    Multiplied by ``D_Uᵀ`` (one GEMM, done by the caller with NumPy so that
+    every BLAS call of a step runs on the same OpenBLAS thread pool) they
+    give ``M_i[k, l]`` for all hidden units at once.
+    """
+    b, d_aug = Xa.shape
+    n_pairs = 0
+    for k in range(k0, k1):
+        n_pairs += b - k
+    pair_products = np.empty((n_pairs, d_aug), dtype=Xa.dtype)
+    row = 0
+    for k in range(k0, k1):
+        for l in range(k, b):
+            for j in range(d_aug):
+                pair_products[row, j] = Xa[k, j] * Xa[l, j]
+            row += 1
+    return pair_products
+
+
 @njit(**NUMBA_OPTIONS_REDUCTION)
-def hidden_gram_kernel(Xa, W, D_U_T, kappa2, gram, block_rows):
-    """Add the hidden-weight part of ``J̃ D J̃ᵀ`` to ``gram`` (bK × bK).
+def hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram):
+    """Add ``κ² Σ_i W[k,c,i] W[l,c',i] M[(k,l), i]`` for rows ``k0 ≤ k < k1``.
 
     Parameters
     ----------
-    Xa : ndarray of shape (b, d_aug)
     W : ndarray of shape (b, K, n)
-    D_U_T : ndarray of shape (d_aug, n)
-        Transposed diagonal of ``D`` on the hidden weights.
+    M : ndarray of shape (n_pairs, n)
+        ``M_i[k, l]`` for the pairs of :func:`pair_products_kernel`.
+    k0, k1 : int
+        The block of rows.
     kappa2 : float
         κ².
     gram : ndarray of shape (b*K, b*K)
         Accumulated in place; both triangles are written.
-    block_rows : int
-        Number of rows ``k`` whose ``M_i[k, l]`` (all l ≥ k) are held at once;
-        bounds the memory to ``block_rows · b · n`` entries.
     """
-    b, d_aug = Xa.shape
-    K = W.shape[1]
-    n = W.shape[2]
+    b, K, n = W.shape
     weighted = np.empty((K, n), dtype=W.dtype)
-    for k0 in range(0, b, block_rows):
-        k1 = min(k0 + block_rows, b)
-        # Pair rows (k, l) with l >= k, stacked: offsets[k - k0] is the first.
-        n_pairs = 0
-        for k in range(k0, k1):
-            n_pairs += b - k
-        pair_products = np.empty((n_pairs, d_aug), dtype=Xa.dtype)
-        row = 0
-        for k in range(k0, k1):
-            for l in range(k, b):
-                for j in range(d_aug):
-                    pair_products[row, j] = Xa[k, j] * Xa[l, j]
-                row += 1
-        # M[(k,l), i] = Σ_j Xa[k,j] Xa[l,j] D_U[i,j]  — one BLAS GEMM
-        M = np.dot(pair_products, D_U_T)
-        row = 0
-        for k in range(k0, k1):
-            for l in range(k, b):
-                for c in range(K):
+    row = 0
+    for k in range(k0, k1):
+        for l in range(k, b):
+            for c in range(K):
+                for i in range(n):
+                    weighted[c, i] = W[k, c, i] * M[row, i]
+            for c in range(K):
+                for c2 in range(K):
+                    acc = 0.0
                     for i in range(n):
-                        weighted[c, i] = W[k, c, i] * M[row, i]
-                for c in range(K):
-                    for c2 in range(K):
-                        acc = 0.0
-                        for i in range(n):
-                            acc += weighted[c, i] * W[l, c2, i]
-                        acc *= kappa2
-                        gram[k * K + c, l * K + c2] += acc
-                        if l != k:
-                            gram[l * K + c2, k * K + c] += acc
-                row += 1
+                        acc += weighted[c, i] * W[l, c2, i]
+                    acc *= kappa2
+                    gram[k * K + c, l * K + c2] += acc
+                    if l != k:
+                        gram[l * K + c2, k * K + c] += acc
+            row += 1
 
 
 @njit(**NUMBA_OPTIONS)

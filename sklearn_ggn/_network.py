@@ -18,8 +18,9 @@ from ._kernels import (
     apply_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
-    hidden_gram_kernel,
+    hidden_gram_combine_kernel,
     output_gram_kernel,
+    pair_products_kernel,
     scaled_hidden_jacobian_kernel,
     sensitivities_kernel,
 )
@@ -192,9 +193,11 @@ class TwoLayerNetwork:
             # products (k, l) × d̂
             per_row = b * max(n, self.d_aug) * itemsize
             block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
-            hidden_gram_kernel(
-                cache.Xa, W, np.ascontiguousarray(D_U.T), kappa2, gram, block
-            )
+            D_U_T = np.ascontiguousarray(D_U.T)
+            for k0 in range(0, b, block):
+                k1 = min(b, k0 + block)
+                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U_T  # BLAS GEMM
+                hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
         # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
         scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
         S = np.matmul(scaled, scaled.transpose(0, 2, 1))

@@ -5,7 +5,50 @@ cancellation and of 0/0 at t = 0, and the self-concordance constant ``M_g``
 of ``g`` used by the step-size rule ``α = ᾱ / (1 + M_g η)``.
 """
 
+import math
+
 import numpy as np
+from numba import njit
+
+from ._config import NUMBA_OPTIONS
+
+# Regularizer codes for the fused kernels (one compiled signature per dtype).
+_PSEUDO_HUBER, _OSTROVSKII_BACH, _L2 = 0, 1, 2
+
+
+@njit(**NUMBA_OPTIONS)
+def _derivatives_kernel(t, code, mu, grad, hess):
+    """ḡ'(t) and ḡ''(t) in one pass over θ (float64 arithmetic)."""
+    for i in range(t.size):
+        x = np.float64(t[i])
+        if code == _PSEUDO_HUBER:
+            root = math.sqrt(mu * mu + x * x)
+            grad[i] = x / root
+            hess[i] = mu * mu / (root * root * root)
+        elif code == _OSTROVSKII_BACH:
+            s = math.sqrt(mu * mu + 4.0 * x * x)
+            grad[i] = 2.0 * x / (s + mu)
+            hess[i] = 2.0 * mu / (s * (s + mu))
+        else:
+            grad[i] = x
+            hess[i] = 1.0
+
+
+@njit(**NUMBA_OPTIONS)
+def _value_sum_kernel(t, code, mu):
+    """Σ_i ḡ(θ_i) in one pass (float64 accumulation)."""
+    total = 0.0
+    for i in range(t.size):
+        x = np.float64(t[i])
+        if code == _PSEUDO_HUBER:
+            total += x * x / (math.sqrt(mu * mu + x * x) + mu)
+        elif code == _OSTROVSKII_BACH:
+            s = math.sqrt(mu * mu + 4.0 * x * x)
+            s_minus_mu = 4.0 * x * x / (s + mu)
+            total += 0.5 * s_minus_mu - 0.5 * mu * math.log1p(s_minus_mu / (2.0 * mu))
+        else:
+            total += 0.5 * x * x
+    return total
 
 
 class _GSCRegularizer:
@@ -17,6 +60,19 @@ class _GSCRegularizer:
 
     def __init__(self, mu):
         self.mu = float(mu)
+
+    def derivatives(self, t):
+        """Return ``(ḡ'(t), ḡ''(t))`` (float64) in one fused pass."""
+        t = np.ascontiguousarray(t).ravel()
+        grad = np.empty(t.shape, dtype=np.float64)
+        hess = np.empty(t.shape, dtype=np.float64)
+        _derivatives_kernel(t, self._code, self.mu, grad, hess)
+        return grad, hess
+
+    def value_sum(self, t):
+        """``Σ_i ḡ(t_i)`` in one fused pass."""
+        return _value_sum_kernel(np.ascontiguousarray(t).ravel(), self._code,
+                                 self.mu)
 
     def gradient(self, t):
         """ḡ'(t), element-wise."""
@@ -49,6 +105,7 @@ class PseudoHuber(_GSCRegularizer):
     """
 
     name = "pseudo_huber"
+    _code = _PSEUDO_HUBER
     nu = 2.6
     M_h = 2.0
 
@@ -57,13 +114,6 @@ class PseudoHuber(_GSCRegularizer):
         # sqrt(μ²+t²) − μ = t² / (sqrt(μ²+t²) + μ): no cancellation for small t
         return t * t / (np.hypot(mu, t) + mu)
 
-    def derivatives(self, t):
-        """Return ``(ḡ'(t), ḡ''(t))`` in one pass."""
-        mu = self.mu
-        root = np.hypot(mu, t)
-        grad = t / root
-        hess = (mu * mu) / (root * root * root)
-        return grad, hess
 
 
 class OstrovskiiBach(_GSCRegularizer):
@@ -73,6 +123,7 @@ class OstrovskiiBach(_GSCRegularizer):
     """
 
     name = "ostrovskii_bach"
+    _code = _OSTROVSKII_BACH
     nu = 3.0
     M_h = 2.0 * np.sqrt(2.0)
 
@@ -83,26 +134,19 @@ class OstrovskiiBach(_GSCRegularizer):
         s_minus_mu = 4.0 * t * t / (s + mu)
         return 0.5 * s_minus_mu - 0.5 * mu * np.log1p(s_minus_mu / (2.0 * mu))
 
-    def derivatives(self, t):
-        mu = self.mu
-        s = np.hypot(mu, 2.0 * t)
-        grad = 2.0 * t / (s + mu)
-        hess = 2.0 * mu / (s * (s + mu))
-        return grad, hess
 
 
 class L2(_GSCRegularizer):
     """Squared ℓ2 penalty ``ḡ(t) = t²/2`` (``M_g = 0``; μ unused)."""
 
     name = "l2"
+    _code = _L2
     nu = None
     M_h = 0.0
 
     def value(self, t):
         return 0.5 * t * t
 
-    def derivatives(self, t):
-        return t.copy(), np.ones_like(t)
 
 
 REGULARIZERS = {

@@ -107,6 +107,9 @@ def test_regularizer_derivatives_by_finite_differences(name, mu):
     grad, hess = reg.derivatives(t)
     np.testing.assert_array_equal(reg.gradient(t), grad)
     np.testing.assert_array_equal(reg.hessian(t), hess)
+    assert reg.value_sum(t) == pytest.approx(np.sum(reg.value(t)), rel=1e-13)
+    assert reg.value_sum(t.astype(np.float32)) == pytest.approx(
+        np.sum(reg.value(t.astype(np.float32).astype(float))), rel=1e-12)
     eps = 1e-6 * max(mu, 1.0)
     fd_grad = (reg.value(t + eps) - reg.value(t - eps)) / (2 * eps)
     fd_hess = (reg.derivatives(t + eps)[0] - reg.derivatives(t - eps)[0]) / (2 * eps)
