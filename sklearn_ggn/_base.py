@@ -18,10 +18,10 @@ from ._network import ForwardCache, TwoLayerNetwork
 from ._regularizers import REGULARIZERS
 from ._solver import (
     StepFailure,
-    adaptive_step_size,
     armijo_backtracking,
     choose_linear_solver,
     ggn_direction,
+    step_size_rule,
 )
 
 # An objective this many times the initial one counts as divergence.
@@ -382,11 +382,18 @@ class _TrainingState:
         self.curvature_scale = self.tau if damping == "tau" else float(damping)
         self.M_g = reg.self_concordance_constant(network.n_params)
         self.failure = None
+        self._last_reg = (None, None)
         self.last_risk = np.nan
         self.initial_objective = None
 
     def regularization(self, theta):
-        return self.tau * self.reg.value_sum(theta)
+        # θ accepted by a line search is the very array whose g was computed
+        # in its trial: reuse it at the next step (one pass over p saved).
+        if theta is self._last_reg[0]:
+            return self._last_reg[1]
+        value = self.tau * self.reg.value_sum(theta)
+        self._last_reg = (theta, value)
+        return value
 
     def objective(self, theta, Xa, Y, s, with_deriv=True):
         """``(L, R, cache)``; GD minimises the unregularized risk (SPEC §7)."""
@@ -437,13 +444,12 @@ class _TrainingState:
         residual, factor = self.loss.residual_and_factor(
             cache64.outputs, Y.astype(np.float64, copy=False),
             s.astype(np.float64, copy=False))
-        reg_grad, reg_hess = self.reg.derivatives(theta64)
-        reg_grad *= self.tau
-        D = 1.0 / (self.curvature_scale * reg_hess)
+        reg_grad, D, eta = self.reg.step_quantities(theta64, self.tau,
+                                                    self.curvature_scale)
         form = choose_linear_solver(self.network, Xa.shape[0], self.est.linear_solver)
         direction, grad = ggn_direction(self.network, theta64, cache64, residual,
                                         factor, reg_grad, D, form)
-        alpha, _ = adaptive_step_size(self.est.step_size, self.M_g, reg_grad, D)
+        alpha = step_size_rule(self.est.step_size, self.M_g, eta)
         direction = direction.astype(theta.dtype, copy=False)
         grad = grad.astype(theta.dtype, copy=False)
         if not self.est.line_search:
@@ -454,11 +460,11 @@ class _TrainingState:
             trials["last"] = self.objective(candidate, Xa, Y, s)
             return trials["last"][0]
 
-        alpha, new_obj = armijo_backtracking(trial_objective, theta, direction, grad,
-                                             alpha, obj)
+        alpha, new_obj, new = armijo_backtracking(trial_objective, theta, direction,
+                                                  grad, alpha, obj)
         if alpha == 0.0:  # no decrease found along d: stay put
             return theta, obj, obj, 0.0, current
-        return theta - alpha * direction, obj, new_obj, alpha, trials["last"]
+        return new, obj, new_obj, alpha, trials["last"]
 
     def full_batch_iteration(self, theta, Xa):
         """One step on all samples: ``(θ, record, diverged)``."""

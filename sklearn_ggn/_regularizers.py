@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._config import NUMBA_OPTIONS
+from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 # Regularizer codes for the fused kernels (one compiled signature per dtype).
 _PSEUDO_HUBER, _OSTROVSKII_BACH, _L2 = 0, 1, 2
@@ -34,7 +34,30 @@ def _derivatives_kernel(t, code, mu, grad, hess):
             hess[i] = 1.0
 
 
-@njit(**NUMBA_OPTIONS)
+@njit(**NUMBA_OPTIONS_REDUCTION)
+def _step_quantities_kernel(t, code, mu, tau, scale, grad, inv_curv):
+    """∇g = τ ḡ'(θ), D = 1/(scale · ḡ''(θ)) and η² = ∇gᵀ D ∇g in one pass."""
+    eta_sq = 0.0
+    for i in range(t.size):
+        x = np.float64(t[i])
+        if code == _PSEUDO_HUBER:
+            root = math.sqrt(mu * mu + x * x)
+            g1 = x / root
+            g2 = mu * mu / (root * root * root)
+        elif code == _OSTROVSKII_BACH:
+            s = math.sqrt(mu * mu + 4.0 * x * x)
+            g1 = 2.0 * x / (s + mu)
+            g2 = 2.0 * mu / (s * (s + mu))
+        else:
+            g1 = x
+            g2 = 1.0
+        grad[i] = tau * g1
+        inv_curv[i] = 1.0 / (scale * g2)
+        eta_sq += grad[i] * grad[i] * inv_curv[i]
+    return eta_sq
+
+
+@njit(**NUMBA_OPTIONS_REDUCTION)
 def _value_sum_kernel(t, code, mu):
     """Σ_i ḡ(θ_i) in one pass (float64 accumulation)."""
     total = 0.0
@@ -68,6 +91,17 @@ class _GSCRegularizer:
         hess = np.empty(t.shape, dtype=np.float64)
         _derivatives_kernel(t, self._code, self.mu, grad, hess)
         return grad, hess
+
+    def step_quantities(self, theta, tau, curvature_scale):
+        """``(∇g, D, η)`` for the step: ``∇g = τ ḡ'(θ)``,
+        ``D = 1 / (curvature_scale · ḡ''(θ))`` and ``η = sqrt(∇gᵀ D ∇g)``,
+        in one fused pass (float64)."""
+        theta = np.ascontiguousarray(theta).ravel()
+        grad = np.empty(theta.shape, dtype=np.float64)
+        inv_curv = np.empty(theta.shape, dtype=np.float64)
+        eta_sq = _step_quantities_kernel(theta, self._code, self.mu, float(tau),
+                                         float(curvature_scale), grad, inv_curv)
+        return grad, inv_curv, math.sqrt(eta_sq)
 
     def value_sum(self, t):
         """``Σ_i ḡ(t_i)`` in one fused pass."""

@@ -130,20 +130,27 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
     return direction, r
 
 
+def step_size_rule(step_size, M_g, eta):
+    """``α = min(1, ᾱ / (1 + M_g η))``."""
+    return min(1.0, step_size / (1.0 + M_g * eta))
+
+
 def adaptive_step_size(step_size, M_g, reg_grad, D):
-    """``α = min(1, ᾱ / (1 + M_g η))`` with ``η = sqrt(∇gᵀ D ∇g)``."""
+    """``α`` of :func:`step_size_rule` with ``η = sqrt(∇gᵀ D ∇g)``."""
     eta = float(np.sqrt(np.dot(reg_grad * D, reg_grad)))
-    return min(1.0, step_size / (1.0 + M_g * eta)), eta
+    return step_size_rule(step_size, M_g, eta), eta
 
 
 def armijo_backtracking(objective, theta, direction, grad, alpha, current):
     """Halve α until ``L(θ − α d) ≤ L(θ) − c α rᵀ d`` (the reference's
-    ``ss_type=3``). Each trial is one forward pass; returns ``(α, L_new)``
-    or ``(0.0, current)`` when no trial is accepted."""
+    ``ss_type=3``). Each trial is one forward pass; returns
+    ``(α, L_new, θ_new)``, or ``(0.0, current, θ)`` when no trial is
+    accepted."""
     slope = float(np.dot(grad, direction))
     for _ in range(MAX_BACKTRACKS):
-        trial = objective(theta - alpha * direction)
+        candidate = theta - alpha * direction
+        trial = objective(candidate)
         if np.isfinite(trial) and trial <= current - ARMIJO_C * alpha * slope:
-            return alpha, trial
+            return alpha, trial, candidate
         alpha *= ARMIJO_SHRINK
-    return 0.0, current
+    return 0.0, current, theta

@@ -108,6 +108,10 @@ def test_regularizer_derivatives_by_finite_differences(name, mu):
     np.testing.assert_array_equal(reg.gradient(t), grad)
     np.testing.assert_array_equal(reg.hessian(t), hess)
     assert reg.value_sum(t) == pytest.approx(np.sum(reg.value(t)), rel=1e-13)
+    reg_grad, D, eta = reg.step_quantities(t, 1e-3, 0.7)
+    np.testing.assert_allclose(reg_grad, 1e-3 * grad, rtol=1e-15)
+    np.testing.assert_allclose(D, 1 / (0.7 * hess), rtol=1e-15)
+    assert eta == pytest.approx(np.sqrt(np.sum(reg_grad**2 * D)), rel=1e-12)
     assert reg.value_sum(t.astype(np.float32)) == pytest.approx(
         np.sum(reg.value(t.astype(np.float32).astype(float))), rel=1e-12)
     eps = 1e-6 * max(mu, 1.0)
