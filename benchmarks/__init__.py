@@ -20,7 +20,13 @@ Benchmarks (numbered as in the performance issue):
    (needs the MNIST files; skipped otherwise).
 6. ``startup`` — numba compile time and first-fit overhead.
 8. ``scaling`` — step time against m and n, dual vs primal, the auto choice.
+
+Peer comparison:
+
+* ``pyscsopt_peer`` — one full-batch step against the authors' Python package
+  ``pyscsopt`` (``ProxGGNSCORE``): agreement, time and peak memory (needs
+  ``pip install pyscsopt``; skipped otherwise).
 """
 
 BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "startup",
-              "scaling")
+              "scaling", "pyscsopt_peer")
