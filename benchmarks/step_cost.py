@@ -99,21 +99,21 @@ class CallRecorder:
         import sklearn_ggn._solver as solver
         from sklearn_ggn._estimators import GGNScoreRegressor
         from sklearn_ggn._losses import SquaredError
-        from sklearn_ggn._regularizers import PseudoHuber
+        from sklearn_ggn._regularizers import _GSCRegularizer
 
         self.wrap(GGNScoreRegressor, "fit", "fit")
         self.wrap(base._TrainingState, "objective", "objective")
         self.wrap(base, "ggn_direction", "ggn_direction")
         self.wrap(base, "armijo_backtracking", "line_search")
-        self.wrap(base, "adaptive_step_size", "step_size_rule")
-        self.wrap(PseudoHuber, "derivatives", "reg_derivatives")
+        self.wrap(base, "step_size_rule", "step_size_rule")
+        self.wrap(_GSCRegularizer, "step_quantities", "reg_derivatives")
         self.wrap(SquaredError, "residual_and_factor", "residual")
         net = network.TwoLayerNetwork
         for method in ("forward", "gradient", "sensitivities", "gram", "jvp", "vjp",
                        "gauss_newton_matrix"):
             self.wrap(net, method, method)
         for kernel in ("scaled_hidden_jacobian_kernel", "output_gram_kernel",
-                       "hidden_gram_kernel"):
+                       "hidden_gram_combine_kernel"):
             self.wrap(network, kernel, kernel)
         self.wrap(solver, "_cholesky", "cholesky")
         self.wrap(solver, "cholesky_solve_kernel", "triangular_solves")
@@ -135,7 +135,7 @@ COMPONENTS = [
     ("Gram: form Z (numba)", "scaled_hidden_jacobian_kernel"),
     ("Gram: Z Zᵀ syrk + output part + copies", "self time of network.gram"),
     ("Gram: output block (numba)", "output_gram_kernel"),
-    ("Gram: hidden kernel (numba, K>1)", "hidden_gram_kernel"),
+    ("Gram: hidden kernel (numba, K>1)", "hidden_gram_combine_kernel"),
     ("primal GN matrix", "gauss_newton_matrix"),
     ("Cholesky", "potrf via numba, with the finiteness check"),
     ("first solve: J̃ products + triangular solves", ""),
@@ -170,7 +170,8 @@ def _categorize(fit_entry):
                 for k in c["children"]:
                     cat = {"scaled_hidden_jacobian_kernel": "Gram: form Z (numba)",
                            "output_gram_kernel": "Gram: output block (numba)",
-                           "hidden_gram_kernel": "Gram: hidden kernel (numba, K>1)"}
+                           "hidden_gram_combine_kernel":
+                               "Gram: hidden kernel (numba, K>1)"}
                     add_tree(k, cat.get(k["label"], "Gram: Z Zᵀ syrk + output part + "
                                         "copies"))
             elif label == "gauss_newton_matrix":
