@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from ._activations import ACTIVATIONS
+from ._activations import ACTIVATIONS, activate
 from ._network import ForwardCache, TwoLayerNetwork
 from ._regularizers import REGULARIZERS
 from ._solver import (
@@ -125,7 +125,6 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         mu = 1.0 / _kappa(self.scaling, self.n_hidden) if self.mu == "auto" else self.mu
         return REGULARIZERS[self.regularizer](mu)
 
-
     def _initial_theta(self, network, dtype, rng, reuse):
         """θ0: from the public weight attributes when warm-starting, else drawn.
 
@@ -166,8 +165,6 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
-        from ._activations import activate
-
         pre = X @ self.hidden_weights_.T
         if self.fit_intercept:
             pre += self.hidden_intercept_

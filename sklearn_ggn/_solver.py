@@ -131,14 +131,9 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
 
 
 def step_size_rule(step_size, M_g, eta):
-    """``α = min(1, ᾱ / (1 + M_g η))``."""
+    """``α = min(1, ᾱ / (1 + M_g η))``; ``η = sqrt(∇gᵀ D ∇g)`` comes from the
+    regularizer's fused :meth:`step_quantities` pass."""
     return min(1.0, step_size / (1.0 + M_g * eta))
-
-
-def adaptive_step_size(step_size, M_g, reg_grad, D):
-    """``α`` of :func:`step_size_rule` with ``η = sqrt(∇gᵀ D ∇g)``."""
-    eta = float(np.sqrt(np.dot(reg_grad * D, reg_grad)))
-    return step_size_rule(step_size, M_g, eta), eta
 
 
 def armijo_backtracking(objective, theta, direction, grad, alpha, current):

@@ -18,7 +18,7 @@ from sklearn_ggn._activations import ACTIVATIONS, activate
 from sklearn_ggn._losses import LOSSES
 from sklearn_ggn._network import TwoLayerNetwork
 from sklearn_ggn._regularizers import REGULARIZERS
-from sklearn_ggn._solver import adaptive_step_size, ggn_direction
+from sklearn_ggn._solver import ggn_direction, step_size_rule
 
 RTOL = 1e-8
 
@@ -302,12 +302,13 @@ def test_dual_equals_primal_in_the_papers_ill_conditioned_regime(tau):
 
 def test_step_size_rule():
     rng = np.random.default_rng(0)
-    grad, D = rng.standard_normal(50), rng.uniform(0.5, 2.0, 50)
+    t = rng.standard_normal(50)
+    reg = REGULARIZERS["pseudo_huber"](0.8)
+    grad, D, eta_out = reg.step_quantities(t, 1e-2, 1.3)
     eta = np.sqrt(np.sum(grad**2 * D))
-    alpha, eta_out = adaptive_step_size(0.95, 3.0, grad, D)
     assert eta_out == pytest.approx(eta)
-    assert alpha == pytest.approx(0.95 / (1 + 3.0 * eta))
-    assert adaptive_step_size(1.0, 0.0, grad, D)[0] == 1.0  # capped at 1
+    assert step_size_rule(0.95, 3.0, eta_out) == pytest.approx(0.95 / (1 + 3.0 * eta))
+    assert step_size_rule(1.0, 0.0, eta_out) == 1.0  # capped at 1
 
 
 # ------------------------------------------------------------------ estimator step
