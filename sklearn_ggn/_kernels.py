@@ -63,6 +63,7 @@ def hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram):
     """
     b, K, n = W.shape
     weighted = np.empty((K, n), dtype=W.dtype)
+    zero = W.dtype.type(0)
     row = 0
     for k in range(k0, k1):
         for l in range(k, b):
@@ -71,7 +72,7 @@ def hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram):
                     weighted[c, i] = W[k, c, i] * M[row, i]
             for c in range(K):
                 for c2 in range(K):
-                    acc = 0.0
+                    acc = zero  # in W's dtype: float32 Grams run 2× wider SIMD
                     for i in range(n):
                         acc += weighted[c, i] * W[l, c2, i]
                     acc *= kappa2

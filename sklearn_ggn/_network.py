@@ -193,10 +193,10 @@ class TwoLayerNetwork:
             # products (k, l) × d̂
             per_row = b * max(n, self.d_aug) * itemsize
             block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
-            D_U_T = np.ascontiguousarray(D_U.T)
             for k0 in range(0, b, block):
                 k1 = min(b, k0 + block)
-                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U_T  # BLAS GEMM
+                # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
+                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
                 hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
         # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
         scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]

@@ -28,6 +28,14 @@ MAX_BACKTRACKS = 30
 # Refine the dual solution when ‖D r‖ / ‖d‖ exceeds this (digits lost to
 # cancellation in D r − D J̃ᵀ y).
 REFINE_CANCELLATION = 1e3
+# float32 dual steps (see ggn_direction): refine when the estimated relative
+# error ε₃₂·max(λ_max(G̃), ‖D r‖/‖d‖) exceeds MIXED_TOLERANCE; refinement
+# needs the contraction ε₃₂·λ_max below MAX_CONTRACTION and stops when a
+# correction is below MIXED_CONVERGED relative (float32 storage precision).
+MIXED_TOLERANCE = 1e-4
+MAX_CONTRACTION = 0.25
+MAX_MIXED_REFINEMENTS = 4
+MIXED_CONVERGED = 2.0**-24
 
 
 class StepFailure(Exception):
@@ -69,11 +77,31 @@ def _cholesky(system):
         ) from exc
 
 
+def _float64_view(theta, cache, factor, D, residual):
+    """float64 copies of a float32 step's inputs."""
+    from ._network import ForwardCache
+
+    def f64(a):
+        return None if a is None else np.asarray(a, dtype=np.float64)
+
+    cache64 = ForwardCache(f64(cache.Xa), f64(cache.rho), f64(cache.rho_deriv),
+                           f64(cache.outputs))
+    return f64(theta), cache64, f64(factor), f64(D), f64(residual)
+
+
 def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
     """Return ``(d, r)``: the GGN-SCORE direction and the objective gradient.
 
-    All arrays are float64 (the caller promotes float32 fits: at the paper's
-    τ the system's condition number, 1e5-1e9, is beyond float32 precision).
+    All arrays share θ's dtype. float64 is solved as is. For float32 (dual
+    form; the caller promotes primal float32 steps to float64) the Gram —
+    the dominant cost — is formed in float32 and factorized in float64; the
+    solution's error is then estimated from the Gram's norm (a Gershgorin
+    bound on λ_max, the condition number of ``I + G̃`` since λ_min ≥ 1) and
+    the cancellation ratio ``‖D r‖ / ‖d‖``, and when the estimate exceeds
+    :data:`MIXED_TOLERANCE` the direction is refined by iterative refinement
+    with float64 residuals (mixed-precision refinement; converges when
+    ``ε₃₂ λ_max < 1``), or recomputed entirely in float64 when that
+    contraction is too weak or the refinement stalls.
 
     Parameters
     ----------
@@ -94,40 +122,110 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
     r = network.gradient(theta, cache, residual)
     r += reg_grad
     W = network.sensitivities(theta, cache, factor)
-    if form == "dual":
-        b, K = W.shape[0], W.shape[1]
-        system = network.gram(theta, cache, W, factor, D)
-        system.flat[:: system.shape[0] + 1] += 1.0
+    if form != "dual":
+        system = network.gauss_newton_matrix(theta, cache, W, factor)
+        system.flat[:: system.shape[0] + 1] += 1.0 / D
+        direction = cholesky_solve_kernel(_cholesky(system), r)
+        if not np.all(np.isfinite(direction)):
+            raise StepFailure("the Gauss-Newton direction is not finite")
+        return direction, r
+
+    b, K = W.shape[0], W.shape[1]
+    system = network.gram(theta, cache, W, factor, D)
+    contraction = 0.0
+    if system.dtype != np.float64:
+        system = system.astype(np.float64)
+        # ε₃₂ λ_max(G̃), with λ_max bounded by Gershgorin: the relative error
+        # of the float32 solve and the contraction factor of its refinement
+        contraction = float(np.finfo(theta.dtype).eps) * float(
+            np.abs(system).sum(axis=1).max())
+    system.flat[:: system.shape[0] + 1] += 1.0
+    if contraction >= MAX_CONTRACTION:
+        return _float64_direction(network, theta, cache, residual, factor,
+                                  reg_grad, D), r
+    try:
         L = _cholesky(system)
+    except StepFailure:
+        if theta.dtype == np.float64:
+            raise
+        return _float64_direction(network, theta, cache, residual, factor,
+                                  reg_grad, D), r
 
-        def solve(v):
-            # (J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v
-            Dv = D * v
-            rhs = network.jvp(theta, cache, W, factor, Dv).ravel()
-            y = cholesky_solve_kernel(L, rhs).reshape(b, K)
-            back = network.vjp(theta, cache, W, factor, y)
-            back *= D
-            return np.subtract(Dv, back, out=back), Dv
+    def solve(v, theta, cache, W, factor, D):
+        # (J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v, in v's dtype but
+        # with the triangular solves in float64.
+        Dv = D * v
+        rhs = network.jvp(theta, cache, W, factor, Dv).ravel()
+        y = cholesky_solve_kernel(L, rhs.astype(np.float64, copy=False))
+        back = network.vjp(theta, cache, W, factor,
+                           y.reshape(b, K).astype(v.dtype, copy=False))
+        back *= D
+        return np.subtract(Dv, back, out=back), Dv
 
-        direction, Dr = solve(r)
+    def primal_residual(d, r, theta, cache, W, factor, D):
+        # r − (J̃ᵀJ̃ + H) d
+        Jd = network.jvp(theta, cache, W, factor, d)
+        res = r - network.vjp(theta, cache, W, factor, Jd)
+        res -= d / D
+        return res
+
+    direction, Dr = solve(r, theta, cache, W, factor, D)
+    ratio = np.linalg.norm(Dr) / max(np.linalg.norm(direction), np.finfo(float).tiny)
+    if theta.dtype == np.float64:
         # The dual formula subtracts two nearly equal vectors when D is large
-        # (small τ): ‖D r‖ / ‖d‖ digits are lost (measured: 1e-8 → 1e-5
+        # (small τ): log10(‖D r‖ / ‖d‖) digits are lost (measured: 1e-8 → 1e-5
         # relative error from τ = 1e-6 to 1e-8). Then one step of iterative
         # refinement on the primal equation restores them, at the cost of two
         # more Jacobian products and solves; well-conditioned steps (e.g.
         # damping=1 on mini-batches) skip it.
-        if np.linalg.norm(Dr) > REFINE_CANCELLATION * np.linalg.norm(direction):
-            Jd = network.jvp(theta, cache, W, factor, direction)
-            residual_eq = r - network.vjp(theta, cache, W, factor, Jd)
-            residual_eq -= direction / D
-            direction += solve(residual_eq)[0]
+        if ratio > REFINE_CANCELLATION:
+            args = (theta, cache, W, factor, D)
+            direction += solve(primal_residual(direction, r, *args), *args)[0]
     else:
-        system = network.gauss_newton_matrix(theta, cache, W, factor)
-        system.flat[:: system.shape[0] + 1] += 1.0 / D
-        direction = cholesky_solve_kernel(_cholesky(system), r)
+        eps = float(np.finfo(theta.dtype).eps)
+        if max(contraction, eps * ratio) > MIXED_TOLERANCE:
+            direction = _refine_mixed(network, theta, cache, residual, factor,
+                                      reg_grad, D, direction, contraction,
+                                      solve, primal_residual)
     if not np.all(np.isfinite(direction)):
         raise StepFailure("the Gauss-Newton direction is not finite")
     return direction, r
+
+
+def _refine_mixed(network, theta, cache, residual, factor, reg_grad, D,
+                  direction, contraction, solve, primal_residual):
+    """Mixed-precision iterative refinement of a float32 dual direction.
+
+    Residuals of the primal equation in float64, corrections from the
+    float64 Cholesky factor of the float32 Gram (contraction ≈ ``ε₃₂
+    λ_max``); falls back to a float64 step when it has not converged after
+    :data:`MAX_MIXED_REFINEMENTS` rounds.
+    """
+    theta64, cache64, factor64, D64, residual64 = _float64_view(
+        theta, cache, factor, D, residual)
+    # The sensitivities and the right-hand side in float64 too: the
+    # ill-conditioned system amplifies their float32 rounding as much as
+    # that of the solve.
+    W64 = network.sensitivities(theta64, cache64, factor64)
+    args = (theta64, cache64, W64, factor64, D64)
+    r64 = network.gradient(theta64, cache64, residual64)
+    r64 += reg_grad
+    d64 = direction.astype(np.float64)
+    for _ in range(MAX_MIXED_REFINEMENTS):
+        correction = solve(primal_residual(d64, r64, *args), *args)[0]
+        d64 += correction
+        if np.linalg.norm(correction) <= MIXED_CONVERGED * np.linalg.norm(d64):
+            return d64.astype(theta.dtype)
+    return _float64_direction(network, theta, cache, residual, factor, reg_grad, D)
+
+
+def _float64_direction(network, theta, cache, residual, factor, reg_grad, D):
+    """The dual direction of a float32 step computed entirely in float64."""
+    theta64, cache64, factor64, D64, residual64 = _float64_view(
+        theta, cache, factor, D, residual)
+    direction, _ = ggn_direction(network, theta64, cache64, residual64, factor64,
+                                 np.asarray(reg_grad, dtype=np.float64), D64, "dual")
+    return direction.astype(theta.dtype)
 
 
 def step_size_rule(step_size, M_g, eta):

@@ -364,6 +364,60 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     assert est.n_iter_ == 1 and est.t_ == 1
 
 
+@pytest.mark.parametrize("tau, path", [(1.0, "float32"), (1e-4, "refined"),
+                                       (1e-8, "float64")])
+@pytest.mark.parametrize("K", [1, 3])
+def test_float32_dual_step_matches_float64_solve(tau, path, K, monkeypatch):
+    """The float32 dual step (float32 Gram, float64 Cholesky, mixed-precision
+    refinement, float64 fallback) against the float64 solve of the same
+    float32-rounded problem, from well- to ill-conditioned (μ = √n)."""
+    import sklearn_ggn._solver as solver
+    from sklearn_ggn._network import ForwardCache
+
+    b, n, d = 80, 40, 5
+    loss = "squared_error" if K == 1 else "log_loss"
+    net, theta, _, X, Y, s = make_problem(K=K, d=d, n=n, b=b, loss=loss, seed=3)
+    reg = REGULARIZERS["pseudo_huber"](np.sqrt(n))
+
+    def inputs(dtype):
+        th = theta.astype(np.float32).astype(dtype)
+        Xa = net.augment(X.astype(np.float32).astype(dtype))
+        cache = net.forward(th, Xa)
+        if dtype == np.float64:  # the float32 forward pass, promoted
+            c32 = net.forward(theta.astype(np.float32),
+                              net.augment(X.astype(np.float32)))
+            cache = ForwardCache(*(None if a is None else a.astype(np.float64)
+                                   for a in (c32.Xa, c32.rho, c32.rho_deriv,
+                                             c32.outputs)))
+        residual, factor = LOSSES[loss]().residual_and_factor(
+            cache.outputs, Y.astype(dtype), s.astype(dtype))
+        if dtype == np.float64:
+            r32, f32 = LOSSES[loss]().residual_and_factor(
+                cache.outputs.astype(np.float32), Y.astype(np.float32),
+                s.astype(np.float32))
+            residual, factor = r32.astype(np.float64), f32.astype(np.float64)
+        grad_g, D, _ = reg.step_quantities(th.astype(np.float32), tau, tau)
+        return (th, cache, residual, factor, grad_g.astype(dtype), D.astype(dtype))
+
+    calls = []
+    for name in ("_refine_mixed", "_float64_direction"):
+        original = getattr(solver, name)
+        monkeypatch.setattr(solver, name, lambda *a, _f=original, _n=name, **k:
+                            calls.append(_n) or _f(*a, **k))
+    d64, _ = ggn_direction(net, *inputs(np.float64), "dual")
+    assert not calls
+    d32, r32 = ggn_direction(net, *inputs(np.float32), "dual")
+    assert d32.dtype == r32.dtype == np.float32
+    err = np.linalg.norm(d32 - d64) / np.linalg.norm(d64)
+    if path == "float32":  # well-conditioned: float32 solve, no refinement
+        assert calls == []
+        assert err <= 1e-4
+    else:
+        assert calls == {"refined": ["_refine_mixed"],
+                         "float64": ["_float64_direction"]}[path]
+        assert err <= 1e-6  # float32 storage precision of d
+
+
 @pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
 @pytest.mark.parametrize("batch_size", [None, 16])
 def test_float32_stays_float32(Est, batch_size):
@@ -390,8 +444,9 @@ def test_float32_stays_float32(Est, batch_size):
     if batch_size is None:
         ref = fit(X.astype(np.float64))
         np.testing.assert_allclose(est.loss_curve_, ref.loss_curve_, rtol=0.05)
-    # At tau = 1e-6 the system is too ill-conditioned for float32; the step is
-    # formed in float64, so the float32 fit reaches the same objective.
+    # At tau = 1e-6 the system is too ill-conditioned for float32 alone; the
+    # float32 step is refined in float64 (dual) or formed in float64
+    # (primal), so the float32 fit reaches the same objective.
     if batch_size is None:
         for solver in ("dual", "primal"):
             low, high = (fit(X_, tau=1e-6, linear_solver=solver)
