@@ -20,6 +20,16 @@ What is timed, round-robin in the same run (medians over repeats):
   forward pass at the new point.
 * ``fit, line_search=True``: the same with the default Armijo line search.
 
+* ``fit float32, line_search=False``: the same step on float32 copies of the
+  data and weights (issue item 5; the float32 dual step forms the Gram in
+  float32, factorizes it in float64 and refines in float64 when its error
+  estimate asks for it), with the float32 syrk ``floor32`` beside it.
+
+Equal accuracy for float32 is checked by training: the same fit
+(``max_iter`` full-batch iterations from the same initial weights, line
+search on) in float64 and in float32, reporting training objective, test
+MSE on 2000 fresh points and the wall time of each.
+
 The headline ratio is ``fit, line_search=False`` / ``floor`` (target ≤ 1.3);
 the ``direction`` / ``floor`` ratio is reported beside it. The breakdown
 comes from separate, instrumented fits (manual timers wrapped around the
@@ -55,9 +65,12 @@ TITLE = "Benchmark 1: GGN-SCORE step cost vs the BLAS floor"
 TARGET_RATIO = 1.3
 
 CONFIG = {
-    "smoke": {"m": 200, "d": 20, "n": 100, "repeats": 3, "breakdown": 2},
-    "quick": {"m": 1000, "d": 20, "n": 500, "repeats": 9, "breakdown": 5},
-    "full": {"m": 1000, "d": 20, "n": 500, "repeats": 31, "breakdown": 11},
+    "smoke": {"m": 200, "d": 20, "n": 100, "repeats": 3, "breakdown": 2,
+              "train_iter": 3},
+    "quick": {"m": 1000, "d": 20, "n": 500, "repeats": 9, "breakdown": 5,
+              "train_iter": 10},
+    "full": {"m": 1000, "d": 20, "n": 500, "repeats": 31, "breakdown": 11,
+             "train_iter": 20},
 }
 
 
@@ -233,6 +246,33 @@ class _FixedStartFit:
         self.est.fit(self.X, self.y)
 
 
+def _float32_training(m, d, n, iterations):
+    """The same full-batch fit in float64 and float32: objective, test MSE,
+    time (one fit each, after a warm-up fit of each dtype)."""
+    from sklearn_ggn import GGNScoreRegressor
+    from sklearn_ggn.datasets import make_teacher_student
+
+    X, y, X_test, y_test = make_teacher_student(n_train=m, n_test=2000,
+                                                n_features=d, random_state=0)
+    out = {}
+    for dtype in (np.float64, np.float32):
+        Xd, yd = X.astype(dtype), y.astype(dtype)
+        params = dict(n_hidden=n, fit_intercept=False, batch_size=None,
+                      max_iter=iterations, tol=0.0, random_state=0)
+        GGNScoreRegressor(**{**params, "max_iter": 1}).fit(Xd, yd)  # warm-up
+        est = GGNScoreRegressor(**params)
+        t0 = time.perf_counter()
+        est.fit(Xd, yd)
+        seconds = time.perf_counter() - t0
+        test_mse = float(np.mean((est.predict(X_test.astype(dtype))
+                                  .astype(np.float64) - y_test) ** 2))
+        out[np.dtype(dtype).name] = {
+            "seconds": seconds, "iterations": int(est.n_iter_),
+            "objective": float(est.history_["objective"][-1]),
+            "test_mse": test_mse}
+    return out
+
+
 def _timed_block(cases, repeats):
     times = time_interleaved(cases, repeats)
     return {k: {"median": median(v), "all": v} for k, v in times.items()}
@@ -254,15 +294,21 @@ def run(mode, stamp):
         Z = np.random.default_rng(0).standard_normal((m, p))
         fit_plain = _FixedStartFit(n, False, X, y)
         fit_ls = _FixedStartFit(n, True, X, y)
+        Z32 = Z.astype(np.float32)
+        fit32 = _FixedStartFit(n, False, X.astype(np.float32),
+                               y.astype(np.float32))
         cases = {
             "floor": lambda: Z @ Z.T,
+            "floor32": lambda: Z32 @ Z32.T,
+            "fit_no_ls_f32": (fit32.reset, fit32),
             "direction": lambda: problem.direction("dual"),
             "fit_no_ls": (fit_plain.reset, fit_plain),
             "fit_ls": (fit_ls.reset, fit_ls),
         }
         timings = {"default": _timed_block(cases, cfg["repeats"])}
         with threadpool_limits(limits=1, user_api="blas"):
-            one = {k: cases[k] for k in ("floor", "direction", "fit_no_ls")}
+            one = {k: cases[k] for k in ("floor", "direction", "fit_no_ls",
+                                         "fit_no_ls_f32")}
             timings["1 thread"] = _timed_block(one, max(3, cfg["repeats"] // 2))
 
         # Breakdown: instrumented fits (separate from the timed ones).
@@ -283,6 +329,7 @@ def run(mode, stamp):
             keys = {k for c in per_call for k in c}
             breakdowns[label] = {k: median([c.get(k, 0.0) for c in per_call])
                                  for k in keys}
+        float32_training = _float32_training(m, d, n, cfg["train_iter"])
         # Line-search trial count of the timed configuration.
         fit_ls.reset()
         fit_ls()
@@ -304,7 +351,7 @@ def run(mode, stamp):
 
     raw = {"m": m, "d": d, "n": n, "p": p, "auto_form": auto_form,
            "timings": timings, "breakdown": breakdowns,
-           "line_search_step_size": ls_alpha}
+           "line_search_step_size": ls_alpha, "float32_training": float32_training}
     body, verdict = _report(raw)
     fig_path = _plot(raw, mode, stamp)
     write_result(NAME, mode, TITLE, stamp, monitor, body, raw, [fig_path])
@@ -314,7 +361,8 @@ def run(mode, stamp):
         f"step/floor = {d['fit_no_ls_ratio']:.2f}x (fit, no line search; "
         f"direction only {d['direction_ratio']:.2f}x; 1 thread "
         f"{verdict['1 thread']['fit_no_ls_ratio']:.2f}x) vs target "
-        f"{TARGET_RATIO}x: {verdict['status']}")
+        f"{TARGET_RATIO}x: {verdict['status']}; float32 step "
+        f"{d['float32_speedup']:.2f}x faster")
     return raw
 
 
@@ -334,7 +382,10 @@ def _report(raw):
         for key, label in (("floor", "floor: Z @ Z.T (syrk)"),
                            ("direction", "ggn_direction (dual), no forward/LS"),
                            ("fit_no_ls", "fit: one step, line_search=False"),
-                           ("fit_ls", "fit: one step, line_search=True")):
+                           ("fit_ls", "fit: one step, line_search=True"),
+                           ("floor32", "float32 floor: Z @ Z.T (syrk)"),
+                           ("fit_no_ls_f32",
+                            "float32 fit: one step, line_search=False")):
             if key not in block:
                 continue
             t = block[key]["median"]
@@ -344,6 +395,8 @@ def _report(raw):
         verdict[threads] = {
             "fit_no_ls_ratio": block["fit_no_ls"]["median"] / floor,
             "direction_ratio": block["direction"]["median"] / floor,
+            "float32_speedup": (block["fit_no_ls"]["median"]
+                                / block["fit_no_ls_f32"]["median"]),
         }
     lines.append(md_table(["BLAS threads", "what", "median [ms]", "min-max [ms]",
                            "repeats", "÷ floor"], rows))
@@ -356,6 +409,19 @@ def _report(raw):
         f"(direction alone: {verdict['default']['direction_ratio']:.2f}×; "
         f"1 BLAS thread: {verdict['1 thread']['fit_no_ls_ratio']:.2f}× / "
         f"{verdict['1 thread']['direction_ratio']:.2f}×).",
+        "",
+        "## float32 (issue item 5)",
+        "",
+        f"One step, line_search=False: float64 ÷ float32 = "
+        f"**{verdict['default']['float32_speedup']:.2f}×** (1 BLAS thread: "
+        f"{verdict['1 thread']['float32_speedup']:.2f}×; bar ≥ 1.7× at equal "
+        "accuracy). The same fit in both dtypes (full batch, line search, "
+        "from the same initial weights):",
+        "",
+        md_table(["dtype", "iterations", "training objective", "test MSE",
+                  "seconds"],
+                 [(k, v["iterations"], v["objective"], v["test_mse"], v["seconds"])
+                  for k, v in raw["float32_training"].items()]),
         "",
         "## Where the step's time goes",
         "",
@@ -392,11 +458,12 @@ def _plot(raw, mode, stamp):
     fig, (ax1, ax2) = new_figure(2, width=6.5)
     labels, vals, colors = [], [], []
     for threads, block in raw["timings"].items():
-        for key in ("floor", "direction", "fit_no_ls", "fit_ls"):
+        for key in ("floor", "direction", "fit_no_ls", "fit_ls", "floor32",
+                    "fit_no_ls_f32"):
             if key in block:
                 labels.append(f"{key}\n({threads})")
                 vals.append(block[key]["median"] * 1e3)
-                colors.append("0.5" if key == "floor" else
+                colors.append("0.5" if key.startswith("floor") else
                               ("C0" if threads == "default" else "C1"))
     ax1.bar(range(len(vals)), vals, color=colors)
     ax1.set_xticks(range(len(vals)), labels, rotation=60, fontsize=7)
