@@ -17,49 +17,57 @@ ACTIVATIONS = {"silu": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "softplus": 4}
 
 
 @njit(**NUMBA_OPTIONS)
-def _sigmoid_scalar(x):
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
+def _sigmoid_pair(a):
+    """``(σ(a), σ(−a))`` from one exponential of a non-positive argument."""
+    e = math.exp(-abs(a))
+    big = 1.0 / (1.0 + e)  # σ(|a|)
+    small = e * big  # σ(−|a|)
+    if a >= 0:
+        return big, small
+    return small, big
 
 
 @njit(**NUMBA_OPTIONS)
 def _activate_kernel(pre, code, out, out_deriv, with_deriv):
-    """Write ρ(pre) into ``out`` and, if ``with_deriv``, ρ'(pre) into ``out_deriv``."""
-    n_rows, n_cols = pre.shape
-    for r in range(n_rows):
-        for c in range(n_cols):
-            a = pre[r, c]
-            if code == 0:  # silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))
-                s = _sigmoid_scalar(a)
-                out[r, c] = a * s
-                if with_deriv:
-                    out_deriv[r, c] = s * (1.0 + a * _sigmoid_scalar(-a))
-            elif code == 1:  # relu; ρ'(0) = 0
-                if a > 0:
-                    out[r, c] = a
-                    if with_deriv:
-                        out_deriv[r, c] = 1.0
-                else:
-                    out[r, c] = 0.0
-                    if with_deriv:
-                        out_deriv[r, c] = 0.0
-            elif code == 2:  # tanh; ρ' = 1/cosh² (keeps relative accuracy in
-                # the tails, where 1 − tanh² rounds to 0; cosh → inf gives 0)
-                out[r, c] = math.tanh(a)
-                if with_deriv:
-                    ch = math.cosh(a)
-                    out_deriv[r, c] = 1.0 / (ch * ch)
-            elif code == 3:  # sigmoid; ρ' = σ(a) σ(−a)
-                s = _sigmoid_scalar(a)
-                out[r, c] = s
-                if with_deriv:
-                    out_deriv[r, c] = s * _sigmoid_scalar(-a)
-            else:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
-                out[r, c] = max(a, 0.0) + math.log1p(math.exp(-abs(a)))
-                if with_deriv:
-                    out_deriv[r, c] = _sigmoid_scalar(a)
+    """Write ρ(pre) into ``out`` and, if ``with_deriv``, ρ'(pre) into ``out_deriv``
+    (flat arrays; one loop per activation, one exponential per element)."""
+    size = pre.size
+    if code == 0:  # silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))
+        for r in range(size):
+            a = pre[r]
+            s, s_neg = _sigmoid_pair(a)
+            out[r] = a * s
+            if with_deriv:
+                out_deriv[r] = s * (1.0 + a * s_neg)
+    elif code == 1:  # relu; ρ'(0) = 0
+        for r in range(size):
+            a = pre[r]
+            positive = a > 0
+            out[r] = a if positive else 0.0
+            if with_deriv:
+                out_deriv[r] = 1.0 if positive else 0.0
+    elif code == 2:  # tanh; ρ' = 1/cosh² (keeps relative accuracy in
+        # the tails, where 1 − tanh² rounds to 0; cosh → inf gives 0)
+        for r in range(size):
+            a = pre[r]
+            out[r] = math.tanh(a)
+            if with_deriv:
+                ch = math.cosh(a)
+                out_deriv[r] = 1.0 / (ch * ch)
+    elif code == 3:  # sigmoid; ρ' = σ(a) σ(−a)
+        for r in range(size):
+            s, s_neg = _sigmoid_pair(pre[r])
+            out[r] = s
+            if with_deriv:
+                out_deriv[r] = s * s_neg
+    else:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
+        for r in range(size):
+            a = pre[r]
+            e = math.exp(-abs(a))
+            out[r] = max(a, 0.0) + math.log1p(e)
+            if with_deriv:
+                big = 1.0 / (1.0 + e)
+                out_deriv[r] = big if a >= 0 else e * big
 
 
 def activate(pre, activation, with_deriv=True):
@@ -84,5 +92,6 @@ def activate(pre, activation, with_deriv=True):
     pre = np.ascontiguousarray(pre)
     out = np.empty_like(pre)
     out_deriv = np.empty_like(pre) if with_deriv else out
-    _activate_kernel(pre, ACTIVATIONS[activation], out, out_deriv, with_deriv)
+    _activate_kernel(pre.reshape(-1), ACTIVATIONS[activation], out.reshape(-1),
+                     out_deriv.reshape(-1), with_deriv)
     return out, (out_deriv if with_deriv else None)

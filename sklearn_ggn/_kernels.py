@@ -83,18 +83,20 @@ def hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram):
 
 
 @njit(**NUMBA_OPTIONS)
-def scaled_hidden_jacobian_kernel(Xa, W, sqrt_D_U, kappa, out):
-    """Form ``Z = κ W[:, 0, :] ⊗ Xa ∘ sqrt(D_U)`` (b × n·d̂) for K = 1.
+def scaled_hidden_jacobian_kernel(Xa, W, i0, i1, sqrt_D_U, kappa, out):
+    """Columns of ``Z = J̃ D^{1/2}`` (b rows) for the hidden units
+    ``i0 ≤ i < i1``, K = 1: ``out[k, (i − i0)·d̂ + j] = κ W[k,0,i] x̂_kj
+    sqrt(D_U[i, j])``.
 
-    For a single output the Jacobian has no repeated blocks, and
-    ``G̃_U = Z Zᵀ`` is a single BLAS rank-b update (the floor for this Gram).
+    For a single output the Jacobian has no repeated blocks, and the Gram
+    ``G̃ = Z Zᵀ`` is a BLAS rank-b update (the floor for this Gram); the caller
+    appends the output-weight columns.
     """
     b, d_aug = Xa.shape
-    n = W.shape[2]
     for k in range(b):
-        for i in range(n):
+        for i in range(i0, i1):
             w = kappa * W[k, 0, i]
-            base = i * d_aug
+            base = (i - i0) * d_aug
             for j in range(d_aug):
                 out[k, base + j] = w * Xa[k, j] * sqrt_D_U[i, j]
 
@@ -121,21 +123,24 @@ def output_gram_kernel(factor, S, gram):
 
 @njit(**NUMBA_OPTIONS)
 def cholesky_solve_kernel(L, rhs):
-    """Solve ``L Lᵀ x = rhs`` by forward and back substitution."""
+    """Solve ``L Lᵀ x = rhs`` by forward and back substitution.
+
+    Both sweeps read L row by row (the back substitution in its
+    column-oriented form: an axpy with row i of L), so no transposed copy of
+    L is made.
+    """
     m = L.shape[0]
-    y = np.empty(m, dtype=L.dtype)
+    x = np.empty(m, dtype=L.dtype)
     for i in range(m):
         acc = rhs[i]
         for j in range(i):
-            acc -= L[i, j] * y[j]
-        y[i] = acc / L[i, i]
-    Lt = L.T.copy()  # row access for the back substitution
-    x = np.empty(m, dtype=L.dtype)
-    for i in range(m - 1, -1, -1):
-        acc = y[i]
-        for j in range(i + 1, m):
-            acc -= Lt[i, j] * x[j]
+            acc -= L[i, j] * x[j]
         x[i] = acc / L[i, i]
+    for i in range(m - 1, -1, -1):
+        x[i] /= L[i, i]
+        xi = x[i]
+        for j in range(i):
+            x[j] -= L[i, j] * xi
     return x
 
 

@@ -172,32 +172,20 @@ class TwoLayerNetwork:
         b, K, n = W.shape
         dtype = cache.rho.dtype
         D_U, D_V, D_bo = self.unpack(D)
-        gram = np.zeros((b * K, b * K), dtype=dtype)
         kappa2 = self.kappa ** 2
         itemsize = np.dtype(dtype).itemsize
         if K == 1:
-            # G_U = Z Zᵀ with Z = κ W ⊗ x̂ ∘ sqrt(D_U) (b × n·d̂): BLAS syrk,
-            # accumulated over blocks of hidden units to bound Z's memory.
-            sqrt_D_U = np.sqrt(D_U)
-            units = max(1, int(4 * _BLOCK_BYTES // max(1, b * self.d_aug * itemsize)))
-            for i0 in range(0, n, units):
-                i1 = min(n, i0 + units)
-                Z = np.empty((b, (i1 - i0) * self.d_aug), dtype=dtype)
-                scaled_hidden_jacobian_kernel(
-                    cache.Xa, np.ascontiguousarray(W[:, :, i0:i1]),
-                    np.ascontiguousarray(sqrt_D_U[i0:i1]), self.kappa, Z,
-                )
-                gram += Z @ Z.T
-        else:
-            # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
-            # products (k, l) × d̂
-            per_row = b * max(n, self.d_aug) * itemsize
-            block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
-            for k0 in range(0, b, block):
-                k1 = min(b, k0 + block)
-                # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
-                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
-                hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
+            return self._gram_single_output(cache, W, factor, D_U, D_V, D_bo)
+        gram = np.zeros((b * K, b * K), dtype=dtype)
+        # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
+        # products (k, l) × d̂
+        per_row = b * max(n, self.d_aug) * itemsize
+        block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
+        for k0 in range(0, b, block):
+            k1 = min(b, k0 + block)
+            # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
+            M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
+            hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
         # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
         scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
         S = np.matmul(scaled, scaled.transpose(0, 2, 1))
@@ -205,6 +193,41 @@ class TwoLayerNetwork:
         if D_bo is not None:
             S += D_bo[:, None, None]
         output_gram_kernel(np.ascontiguousarray(factor), S, gram)
+        return gram
+
+    def _gram_single_output(self, cache, W, factor, D_U, D_V, D_bo):
+        """K = 1: ``G̃ = Z Zᵀ`` with ``Z = J̃ D^{1/2}`` (b × p), one BLAS syrk.
+
+        Z's columns are the hidden weights (numba kernel), then the output
+        weights ``A_k κ ρ_ki sqrt(D_V[i])`` and the output bias
+        ``A_k sqrt(D_bo)``; for large b·p they are formed and multiplied in
+        blocks of hidden units so that Z stays within 256 MB.
+        """
+        b, _, n = W.shape
+        dtype = cache.rho.dtype
+        d_aug = self.d_aug
+        itemsize = np.dtype(dtype).itemsize
+        sqrt_D_U = np.sqrt(D_U)
+        n_out = n + (1 if D_bo is not None else 0)
+        units = max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
+        gram = None
+        for i0 in range(0, n, units):
+            i1 = min(n, i0 + units)
+            last = i1 == n
+            Z = np.empty((b, (i1 - i0) * d_aug + (n_out if last else 0)), dtype=dtype)
+            scaled_hidden_jacobian_kernel(cache.Xa, W, i0, i1, sqrt_D_U, self.kappa, Z)
+            if last:
+                a = factor[:, 0, :]  # (b, 1): A_k
+                out = Z[:, (i1 - i0) * d_aug:]
+                np.multiply(cache.rho, np.sqrt(D_V[:, 0]) * self.kappa, out=out[:, :n])
+                out[:, :n] *= a
+                if D_bo is not None:
+                    out[:, n] = a[:, 0] * np.sqrt(D_bo[0])
+            part = Z @ Z.T  # numpy dispatches a product with its own transpose to syrk
+            if gram is None:
+                gram = part
+            else:
+                gram += part
         return gram
 
     # ------------------------------------------------------------ primal
