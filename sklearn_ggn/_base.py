@@ -429,11 +429,12 @@ class _TrainingState:
             alpha = float(self.est.learning_rate)
             new = theta - alpha * direction
             return new, obj, None, alpha, None
-        # float32 fits: the dual step runs in float32 with a float64 Cholesky
-        # and, when its error estimate asks for it, mixed-precision iterative
-        # refinement (see ggn_direction): at the paper's τ the system's
-        # condition number (1e5-1e9) is beyond float32 alone (measured
-        # direction errors 2e-3 at τ=1e-4 and 2 at τ=1e-6). The primal form's
+        # float32 fits: the dual step runs in float32 and, when its error
+        # estimate asks for it, gets mixed-precision iterative refinement with
+        # float64 residuals or a float64 recomputation (see ggn_direction): at
+        # the paper's τ the system's condition number (1e5-1e9) is beyond
+        # float32 alone (measured direction errors 2e-3 at τ=1e-4 and 2 at
+        # τ=1e-6). The primal form's
         # cost is its p × p factorization, so it is simply done in float64.
         form = choose_linear_solver(self.network, Xa.shape[0], self.est.linear_solver)
         theta_w, cache_w, Y_w, s_w = theta, cache, Y, s

@@ -31,11 +31,12 @@ REFINE_CANCELLATION = 1e3
 # float32 dual steps (see ggn_direction): refine when the estimated relative
 # error ε₃₂·max(λ_max(G̃), ‖D r‖/‖d‖) exceeds MIXED_TOLERANCE; refinement
 # needs the contraction ε₃₂·λ_max below MAX_CONTRACTION and stops when a
-# correction is below MIXED_CONVERGED relative (float32 storage precision).
+# correction is below MIXED_CONVERGED relative (invisible once d is rounded
+# to float32).
 MIXED_TOLERANCE = 1e-4
 MAX_CONTRACTION = 0.25
-MAX_MIXED_REFINEMENTS = 4
-MIXED_CONVERGED = 2.0**-24
+MAX_MIXED_REFINEMENTS = 6
+MIXED_CONVERGED = float(np.finfo(np.float32).eps)
 
 
 class StepFailure(Exception):
@@ -94,14 +95,15 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
 
     All arrays share θ's dtype. float64 is solved as is. For float32 (dual
     form; the caller promotes primal float32 steps to float64) the Gram —
-    the dominant cost — is formed in float32 and factorized in float64; the
-    solution's error is then estimated from the Gram's norm (a Gershgorin
-    bound on λ_max, the condition number of ``I + G̃`` since λ_min ≥ 1) and
-    the cancellation ratio ``‖D r‖ / ‖d‖``, and when the estimate exceeds
+    the dominant cost — is formed and factorized in float32; the solution's
+    error is estimated from the Gram's norm (a Gershgorin bound on λ_max,
+    the condition number of ``I + G̃`` since λ_min ≥ 1) and the cancellation
+    ratio ``‖D r‖ / ‖d‖``, and when the estimate exceeds
     :data:`MIXED_TOLERANCE` the direction is refined by iterative refinement
-    with float64 residuals (mixed-precision refinement; converges when
-    ``ε₃₂ λ_max < 1``), or recomputed entirely in float64 when that
-    contraction is too weak or the refinement stalls.
+    with float64 residuals (mixed-precision refinement; converges at the rate
+    ``ε₃₂ λ_max``), or recomputed entirely in float64 when that contraction
+    is too weak (≥ :data:`MAX_CONTRACTION`), the float32 factorization fails
+    or the refinement stalls.
 
     Parameters
     ----------
@@ -134,11 +136,10 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
     system = network.gram(theta, cache, W, factor, D)
     contraction = 0.0
     if system.dtype != np.float64:
-        system = system.astype(np.float64)
         # ε₃₂ λ_max(G̃), with λ_max bounded by Gershgorin: the relative error
         # of the float32 solve and the contraction factor of its refinement
         contraction = float(np.finfo(theta.dtype).eps) * float(
-            np.abs(system).sum(axis=1).max())
+            np.abs(system).sum(axis=1, dtype=np.float64).max())
     system.flat[:: system.shape[0] + 1] += 1.0
     if contraction >= MAX_CONTRACTION:
         return _float64_direction(network, theta, cache, residual, factor,
@@ -156,7 +157,7 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
         # with the triangular solves in float64.
         Dv = D * v
         rhs = network.jvp(theta, cache, W, factor, Dv).ravel()
-        y = cholesky_solve_kernel(L, rhs.astype(np.float64, copy=False))
+        y = cholesky_solve_kernel(L, rhs.astype(L.dtype, copy=False))
         back = network.vjp(theta, cache, W, factor,
                            y.reshape(b, K).astype(v.dtype, copy=False))
         back *= D
@@ -197,8 +198,8 @@ def _refine_mixed(network, theta, cache, residual, factor, reg_grad, D,
     """Mixed-precision iterative refinement of a float32 dual direction.
 
     Residuals of the primal equation in float64, corrections from the
-    float64 Cholesky factor of the float32 Gram (contraction ≈ ``ε₃₂
-    λ_max``); falls back to a float64 step when it has not converged after
+    float32 Cholesky factor (contraction ≈ ``ε₃₂ λ_max``); falls back to a
+    float64 step when it has not converged after
     :data:`MAX_MIXED_REFINEMENTS` rounds.
     """
     theta64, cache64, factor64, D64, residual64 = _float64_view(
