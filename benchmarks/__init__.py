@@ -18,7 +18,13 @@ Benchmarks (numbered as in the performance issue):
 2. ``time_to_accuracy`` — GGN-SCORE vs MLPRegressor (lbfgs, adam) and GD.
 3. ``mnist_epoch`` — one epoch at the paper's MNIST scale vs MLPClassifier
    (needs the MNIST files; skipped otherwise).
+4. ``uci`` — pendigits, letter, avila with the paper's appendix settings:
+   GGN-SCORE vs GD (same mini-batches) and MLPClassifier, accuracy and time
+   (needs the UCI files; skipped otherwise).
 6. ``startup`` — numba compile time and first-fit overhead.
+7. ``grid_search`` — GridSearchCV over mu × tau on pendigits: ``n_jobs=1``
+   vs ``n_jobs=2`` (loky) vs a local ``dask.distributed`` cluster (needs
+   the pendigits files; dask part skipped without ``distributed``).
 8. ``scaling`` — step time against m and n, dual vs primal, the auto choice.
 
 Peer comparison:
@@ -28,5 +34,5 @@ Peer comparison:
   ``pip install pyscsopt``; skipped otherwise).
 """
 
-BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "startup",
-              "scaling", "pyscsopt_peer")
+BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "uci", "startup",
+              "grid_search", "scaling", "pyscsopt_peer")
