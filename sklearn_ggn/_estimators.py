@@ -106,7 +106,8 @@ _SHARED_PARAMETERS = """
 
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights, the shuffling and the validation split;
-        with an int, fits are reproducible bit for bit.
+        with an int, fits are reproducible bit for bit on the same machine
+        and number of BLAS threads (BLAS sums in a thread-dependent order).
 
     warm_start : bool, default=False
         Start from the current ``hidden_weights_``, ``output_weights_`` (and
