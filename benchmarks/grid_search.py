@@ -13,13 +13,13 @@ in the main process and is part of every timed search). 75 fits + 1 refit.
 Data: the pendigits training file (7494 × 16, 10 classes) from
 :func:`sklearn_ggn.datasets.load_uci` without downloading, features divided
 by 100 (to [0, 1]); ``--quick`` uses a stratified subsample of 4000 of
-them and one epoch a fit, ``--full`` the whole training set and two epochs.
+them, ``--full`` the whole training set; one epoch a fit in both.
 The data folder is ``SKLEARN_GGN_DATA`` or a ``shared/data`` folder beside
 the repository; without pendigits the benchmark is skipped and its result
 file says so. The best estimator is scored on the pendigits test file.
 
 Timed (wall clock of ``search.fit``, ``time.perf_counter``), round-robin
-over repeats (1 in ``--quick``, 3 in ``--full``; medians):
+over repeats (one run each in ``--quick`` and ``--full``):
 
 * ``n_jobs=1``: sequential, in the main process with its default BLAS
   threads (reported);
@@ -78,8 +78,8 @@ CONFIG = {
     "smoke": {"n_train": 600, "n_hidden": 16, "epochs": 1, "grid": 2, "repeats": 1},
     "quick": {"n_train": 4000, "n_hidden": 128, "epochs": 1, "grid": 5,
               "repeats": 1},
-    "full": {"n_train": None, "n_hidden": 128, "epochs": 2, "grid": 5,
-             "repeats": 3},
+    "full": {"n_train": None, "n_hidden": 128, "epochs": 1, "grid": 5,
+             "repeats": 1},
 }
 CV = 3
 N_JOBS = 2
