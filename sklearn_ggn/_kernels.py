@@ -93,9 +93,10 @@ def scaled_hidden_jacobian_kernel(Xa, W, i0, i1, sqrt_D_U, kappa, out):
     appends the output-weight columns.
     """
     b, d_aug = Xa.shape
+    kappa_ = Xa.dtype.type(kappa)  # float32 data stay float32 (2× SIMD width)
     for k in range(b):
         for i in range(i0, i1):
-            w = kappa * W[k, 0, i]
+            w = kappa_ * W[k, 0, i]
             base = (i - i0) * d_aug
             for j in range(d_aug):
                 out[k, base + j] = w * Xa[k, j] * sqrt_D_U[i, j]
@@ -150,17 +151,24 @@ def cholesky_solve_kernel(L, rhs):
 
 
 @njit(**NUMBA_OPTIONS)
-def sensitivities_kernel(V, factor, rho_deriv, out):
-    """``out[k, c, i] = ρ'(a_ki) Σ_e V[i, e] A_k[e, c]``."""
+def sensitivities_kernel(VT, factor, rho_deriv, out):
+    """``out[k, c, i] = ρ'(a_ki) Σ_e V[i, e] A_k[e, c]`` from ``VT = Vᵀ`` (K × n).
+
+    The inner loops run over the hidden units (contiguous in ``VT`` and
+    ``out``), in the arrays' dtype, so that they vectorize.
+    """
     b, K, _ = factor.shape
-    n = V.shape[0]
+    n = VT.shape[1]
     for k in range(b):
         for c in range(K):
             for i in range(n):
-                acc = 0.0
-                for e in range(K):
-                    acc += V[i, e] * factor[k, e, c]
-                out[k, c, i] = acc * rho_deriv[k, i]
+                out[k, c, i] = 0.0
+            for e in range(K):
+                f = factor[k, e, c]
+                for i in range(n):
+                    out[k, c, i] += VT[e, i] * f
+            for i in range(n):
+                out[k, c, i] *= rho_deriv[k, i]
 
 
 @njit(**NUMBA_OPTIONS)

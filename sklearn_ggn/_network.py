@@ -116,7 +116,7 @@ class TwoLayerNetwork:
         _, V, _ = self.unpack(theta)
         b, K = factor.shape[0], factor.shape[1]
         W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
-        sensitivities_kernel(np.ascontiguousarray(V), np.ascontiguousarray(factor),
+        sensitivities_kernel(np.ascontiguousarray(V.T), np.ascontiguousarray(factor),
                              cache.rho_deriv, W)
         return W
 

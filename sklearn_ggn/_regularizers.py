@@ -85,15 +85,18 @@ def _step_quantities_kernel(t, code, mu, tau, scale, grad, inv_curv):
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
 def _value_sum_kernel(t, code, mu):
-    """Σ_i ḡ(θ_i) in one pass, in float64 whatever θ's dtype: the objective
-    decides the line search and the divergence test. One loop per
+    """Σ_i ḡ(θ_i) in one pass, summed in float64. The pseudo-Huber terms are
+    evaluated in θ's precision (a float32 fit's risk is a float32 sum too;
+    relative error ~1e-7), the rarer regularizers in float64. One loop per
     regularizer so that LLVM vectorizes it."""
     total = 0.0
     if code == _PSEUDO_HUBER:
-        mu2 = mu * mu
+        ft = t.dtype.type
+        mu_ = ft(mu)
+        mu2 = ft(mu * mu)
         for i in range(t.size):
-            x = np.float64(t[i])
-            total += x * x / (math.sqrt(mu2 + x * x) + mu)
+            x = t[i]
+            total += np.float64(x * x / (np.sqrt(mu2 + x * x) + mu_))
     elif code == _OSTROVSKII_BACH:
         for i in range(t.size):
             x = np.float64(t[i])

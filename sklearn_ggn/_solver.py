@@ -39,6 +39,11 @@ MAX_MIXED_REFINEMENTS = 6
 MIXED_CONVERGED = float(np.finfo(np.float32).eps)
 
 
+# Order from which the Cholesky factorization runs on one BLAS thread (see
+# _cholesky).
+LARGE_CHOLESKY = 12_000
+
+
 class StepFailure(Exception):
     """The linear system of a step could not be solved (non-finite or not PD)."""
 
@@ -71,7 +76,17 @@ def _cholesky(system):
     if not np.all(np.isfinite(system)):
         raise StepFailure("the Gauss-Newton system has non-finite entries")
     try:
-        return np.linalg.cholesky(system)
+        if system.shape[0] < LARGE_CHOLESKY:
+            return np.linalg.cholesky(system)
+        # OpenBLAS's multithreaded potrf (0.3.30 in NumPy's wheels, 0.3.31 in
+        # SciPy's) crashed the process with a segmentation fault for order
+        # 16 128 on a 2-core machine (15 000 passed); one thread passed. Large
+        # systems (in practice only a forced linear_solver="primal") are
+        # therefore factorized with one BLAS thread.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return np.linalg.cholesky(system)
     except np.linalg.LinAlgError as exc:
         raise StepFailure(
             "the Gauss-Newton system is not numerically positive definite"
@@ -212,11 +227,19 @@ def _refine_mixed(network, theta, cache, residual, factor, reg_grad, D,
     r64 = network.gradient(theta64, cache64, residual64)
     r64 += reg_grad
     d64 = direction.astype(np.float64)
+    previous = None
     for _ in range(MAX_MIXED_REFINEMENTS):
         correction = solve(primal_residual(d64, r64, *args), *args)[0]
         d64 += correction
-        if np.linalg.norm(correction) <= MIXED_CONVERGED * np.linalg.norm(d64):
+        size = np.linalg.norm(correction) / np.linalg.norm(d64)
+        # Stop when this correction, or the next one predicted from the
+        # observed contraction (size / previous < 1/2), is below float32
+        # precision.
+        predicted = (size * size / previous if previous and size < 0.5 * previous
+                     else size)
+        if min(size, predicted) <= MIXED_CONVERGED:
             return d64.astype(theta.dtype)
+        previous = size
     return _float64_direction(network, theta, cache, residual, factor, reg_grad, D)
 
 
