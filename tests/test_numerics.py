@@ -459,3 +459,29 @@ def test_float32_stays_float32(Est, batch_size):
     est, ref = fit(X, damping=1.0), fit(X.astype(np.float64), damping=1.0)
     np.testing.assert_allclose(est.hidden_weights_, ref.hidden_weights_,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
+    """Systems of order ≥ LARGE_CHOLESKY are factorized with one BLAS thread
+    (OpenBLAS's threaded potrf crashed at order 16 128); same factor."""
+    import threadpoolctl
+
+    import sklearn_ggn._solver as solver
+
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((40, 40))
+    system = B @ B.T + 40 * np.eye(40)
+    small = solver._cholesky(system)
+    seen = []
+    original = threadpoolctl.threadpool_limits
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("limits", args[0] if args else None))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", spy)
+    monkeypatch.setattr(solver, "LARGE_CHOLESKY", 30)
+    large = solver._cholesky(system)
+    assert seen == [1]
+    np.testing.assert_allclose(large, small, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(large @ large.T, system, rtol=1e-12)
