@@ -434,8 +434,8 @@ class _TrainingState:
         # float64 residuals or a float64 recomputation (see ggn_direction): at
         # the paper's τ the system's condition number (1e5-1e9) is beyond
         # float32 alone (measured direction errors 2e-3 at τ=1e-4 and 2 at
-        # τ=1e-6). The primal form's
-        # cost is its p × p factorization, so it is simply done in float64.
+        # τ=1e-6). The primal form's cost is its p × p factorization, so it
+        # is simply done in float64.
         form = choose_linear_solver(self.network, Xa.shape[0], self.est.linear_solver)
         theta_w, cache_w, Y_w, s_w = theta, cache, Y, s
         if theta.dtype != np.float64 and form == "primal":

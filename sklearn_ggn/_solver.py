@@ -21,6 +21,7 @@ optionally followed by Armijo backtracking on the batch objective.
 import numpy as np
 
 from ._kernels import cholesky_solve_kernel
+from ._network import ForwardCache
 
 ARMIJO_C = 1e-4
 ARMIJO_SHRINK = 0.5
@@ -95,7 +96,6 @@ def _cholesky(system):
 
 def _float64_view(theta, cache, factor, D, residual):
     """float64 copies of a float32 step's inputs."""
-    from ._network import ForwardCache
 
     def f64(a):
         return None if a is None else np.asarray(a, dtype=np.float64)
@@ -168,8 +168,8 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
                                   reg_grad, D), r
 
     def solve(v, theta, cache, W, factor, D):
-        # (J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v, in v's dtype but
-        # with the triangular solves in float64.
+        # (J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v: products in v's
+        # dtype, triangular solves in the factor's.
         Dv = D * v
         rhs = network.jvp(theta, cache, W, factor, Dv).ravel()
         y = cholesky_solve_kernel(L, rhs.astype(L.dtype, copy=False))
