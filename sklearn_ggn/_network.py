@@ -172,10 +172,10 @@ class TwoLayerNetwork:
         b, K, n = W.shape
         dtype = cache.rho.dtype
         D_U, D_V, D_bo = self.unpack(D)
-        kappa2 = self.kappa ** 2
-        itemsize = np.dtype(dtype).itemsize
         if K == 1:
             return self._gram_single_output(cache, W, factor, D_U, D_V, D_bo)
+        kappa2 = self.kappa ** 2
+        itemsize = np.dtype(dtype).itemsize
         gram = np.zeros((b * K, b * K), dtype=dtype)
         # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
         # products (k, l) × d̂

@@ -157,15 +157,15 @@ def ggn_direction(network, theta, cache, residual, factor, reg_grad, D, form):
             np.abs(system).sum(axis=1, dtype=np.float64).max())
     system.flat[:: system.shape[0] + 1] += 1.0
     if contraction >= MAX_CONTRACTION:
-        return _float64_direction(network, theta, cache, residual, factor,
-                                  reg_grad, D), r
+        return _float64_direction(network, _float64_view(
+            theta, cache, factor, D, residual), reg_grad, theta.dtype), r
     try:
         L = _cholesky(system)
     except StepFailure:
         if theta.dtype == np.float64:
             raise
-        return _float64_direction(network, theta, cache, residual, factor,
-                                  reg_grad, D), r
+        return _float64_direction(network, _float64_view(
+            theta, cache, factor, D, residual), reg_grad, theta.dtype), r
 
     def solve(v, theta, cache, W, factor, D):
         # (J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v: products in v's
@@ -217,8 +217,8 @@ def _refine_mixed(network, theta, cache, residual, factor, reg_grad, D,
     float64 step when it has not converged after
     :data:`MAX_MIXED_REFINEMENTS` rounds.
     """
-    theta64, cache64, factor64, D64, residual64 = _float64_view(
-        theta, cache, factor, D, residual)
+    views = _float64_view(theta, cache, factor, D, residual)
+    theta64, cache64, factor64, D64, residual64 = views
     # The sensitivities and the right-hand side in float64 too: the
     # ill-conditioned system amplifies their float32 rounding as much as
     # that of the solve.
@@ -240,16 +240,16 @@ def _refine_mixed(network, theta, cache, residual, factor, reg_grad, D,
         if min(size, predicted) <= MIXED_CONVERGED:
             return d64.astype(theta.dtype)
         previous = size
-    return _float64_direction(network, theta, cache, residual, factor, reg_grad, D)
+    return _float64_direction(network, views, reg_grad, theta.dtype)
 
 
-def _float64_direction(network, theta, cache, residual, factor, reg_grad, D):
-    """The dual direction of a float32 step computed entirely in float64."""
-    theta64, cache64, factor64, D64, residual64 = _float64_view(
-        theta, cache, factor, D, residual)
+def _float64_direction(network, views, reg_grad, dtype):
+    """The dual direction of a float32 step computed entirely in float64 from
+    the copies ``views`` of :func:`_float64_view`, returned in ``dtype``."""
+    theta64, cache64, factor64, D64, residual64 = views
     direction, _ = ggn_direction(network, theta64, cache64, residual64, factor64,
                                  np.asarray(reg_grad, dtype=np.float64), D64, "dual")
-    return direction.astype(theta.dtype)
+    return direction.astype(dtype)
 
 
 def step_size_rule(step_size, M_g, eta):
