@@ -1,0 +1,131 @@
+"""Fixed-seed configurations whose fitted weights pin the training engine.
+
+``python tests/engine_reference.py`` (one BLAS thread) writes
+``tests/data/engine_reference.npz`` from the current code; the regression
+test in ``test_engine.py`` refits every configuration and compares. The
+file was written from the 0.1 code, before the training loop moved into the
+engine, so the test proves the refactor kept the numerics bit for bit (on a
+machine with the same BLAS kernel; elsewhere to round-off).
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import make_classification
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+
+PATH = Path(__file__).resolve().parent / "data" / "engine_reference.npz"
+
+
+def _regression(dtype=np.float64):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((48, 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2]
+    return X.astype(dtype), y.astype(dtype)
+
+
+def _classification(n_classes, dtype=np.float64):
+    X, y = make_classification(n_samples=60, n_features=4, n_informative=3,
+                               n_redundant=0, n_classes=n_classes, random_state=0)
+    return X.astype(dtype), y
+
+
+def _fit(est, X, y, how="fit"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if how == "fit":
+            est.fit(X, y)
+        elif how == "partial_fit":
+            kwargs = {"classes": np.unique(y)} if hasattr(est, "loss") else {}
+            for chunk in np.array_split(np.arange(len(y)), 3):
+                est.partial_fit(X[chunk], y[chunk], **kwargs)
+        elif how == "warm_start":
+            est.set_params(warm_start=True).fit(X, y)
+            est.fit(X[::-1], y[::-1])
+    return est
+
+
+COMMON = {"n_hidden": 16, "random_state": 0}
+CONFIGS = {
+    "reg_full_dual": (GGNScoreRegressor, dict(max_iter=6, linear_solver="dual"),
+                      _regression, "fit"),
+    "reg_full_primal": (GGNScoreRegressor, dict(max_iter=6, linear_solver="primal"),
+                        _regression, "fit"),
+    "reg_full_float32": (GGNScoreRegressor, dict(max_iter=6),
+                         lambda: _regression(np.float32), "fit"),
+    "reg_minibatch": (GGNScoreRegressor, dict(max_iter=3, batch_size=10),
+                      _regression, "fit"),
+    "reg_gd": (GGNScoreRegressor, dict(max_iter=20, solver="gd"), _regression, "fit"),
+    "reg_no_line_search_ob": (GGNScoreRegressor,
+                              dict(max_iter=4, line_search=False,
+                                   regularizer="ostrovskii_bach", damping=2.0,
+                                   tau=1e-3), _regression, "fit"),
+    "reg_l2_mean_field": (GGNScoreRegressor,
+                          dict(max_iter=4, regularizer="l2", scaling="mean_field",
+                               tau=1e-2), _regression, "fit"),
+    "reg_partial_fit": (GGNScoreRegressor, dict(batch_size=8), _regression,
+                        "partial_fit"),
+    "reg_warm_start": (GGNScoreRegressor, dict(max_iter=3), _regression,
+                       "warm_start"),
+    "clf_binary_full": (GGNScoreClassifier, dict(max_iter=5),
+                        lambda: _classification(2), "fit"),
+    "clf_softmax_minibatch": (GGNScoreClassifier, dict(max_iter=3, batch_size=12),
+                              lambda: _classification(3), "fit"),
+    "clf_softmax_full_primal": (GGNScoreClassifier,
+                                dict(max_iter=4, batch_size=None,
+                                     linear_solver="primal", n_hidden=6),
+                                lambda: _classification(3), "fit"),
+    "clf_squared_error_full": (GGNScoreClassifier,
+                               dict(max_iter=5, loss="squared_error",
+                                    batch_size=None, activation="tanh"),
+                               lambda: _classification(3), "fit"),
+    "clf_float32_minibatch": (GGNScoreClassifier,
+                              dict(max_iter=3, batch_size=16, activation="relu"),
+                              lambda: _classification(3, np.float32), "fit"),
+    "clf_early_stopping": (GGNScoreClassifier,
+                           dict(max_iter=8, early_stopping=True,
+                                n_iter_no_change=2, validation_fraction=0.2),
+                           lambda: _classification(3), "fit"),
+    "clf_gd_minibatch": (GGNScoreClassifier,
+                         dict(max_iter=4, solver="gd", batch_size=20,
+                              learning_rate=0.5),
+                         lambda: _classification(3), "fit"),
+}
+
+
+def fit_config(name):
+    """Fit configuration ``name`` with one BLAS thread; return its arrays."""
+    cls, params, data, how = CONFIGS[name]
+    X, y = data()
+    with threadpool_limits(1):
+        est = _fit(cls(**{**COMMON, **params}), X, y, how)
+    out = {"hidden_weights": est.hidden_weights_,
+           "output_weights": est.output_weights_,
+           "loss_curve": np.asarray(est.loss_curve_),
+           "counts": np.array([est.n_iter_, est.t_])}
+    if est.fit_intercept:
+        out["hidden_intercept"] = est.hidden_intercept_
+        out["output_intercept"] = est.output_intercept_
+    return out
+
+
+def blas_signature():
+    """The BLAS library and kernel that produced the numbers."""
+    import numpy  # noqa: F401  (loads the BLAS threadpool_info reports)
+
+    info = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    return ";".join(f"{i['internal_api']}-{i['version']}-{i.get('architecture')}"
+                    for i in info)
+
+
+if __name__ == "__main__":
+    arrays = {"blas": np.array(blas_signature())}
+    for name in CONFIGS:
+        for key, value in fit_config(name).items():
+            arrays[f"{name}/{key}"] = value
+    PATH.parent.mkdir(exist_ok=True)
+    np.savez(PATH, **arrays)
+    print(f"wrote {len(CONFIGS)} configurations to {PATH.name} ({arrays['blas']})")
