@@ -1,5 +1,7 @@
-"""Shared estimator logic: validation, initialisation and the training loop."""
+"""Shared estimator logic: validation, initialisation, warm starts, and the
+fitted attributes. The numerics live in :mod:`sklearn_ggn.engine`."""
 
+import copy
 import time
 import warnings
 from abc import ABCMeta, abstractmethod
@@ -13,22 +15,32 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from ._activations import ACTIVATIONS, activate
-from ._network import ForwardCache, TwoLayerNetwork
+from ._activations import ACTIVATIONS
+from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
-from ._solver import (
-    StepFailure,
-    armijo_backtracking,
-    choose_linear_solver,
-    ggn_direction,
-    step_size_rule,
+from .engine import (
+    AdaptiveStepSize,
+    ArmijoLineSearch,
+    Batching,
+    GGNScoreSolver,
+    GradientDescentSolver,
+    NoImprovement,
+    Problem,
+    resolve_damping,
 )
 
-# An objective this many times the initial one counts as divergence.
-_DIVERGENCE_FACTOR = 1e4
+try:  # scikit-learn >= 1.9: progress bars and monitors (sklearn.callback)
+    from sklearn.callback import CallbackSupportMixin
+except ImportError:  # pragma: no cover - older scikit-learn
+    class CallbackSupportMixin:
+        """Stand-in without callbacks for scikit-learn < 1.9."""
+
 # batch_size="auto": full batch while the dual system b·K stays this small.
 _AUTO_FULL_BATCH_ROWS = 1024
 _AUTO_BATCH_ROWS = 256
+# Attributes the callback machinery of scikit-learn keeps during a fit; a
+# failed fit restores everything else.
+_CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
 
 
 def _kappa(scaling, n_hidden):
@@ -39,7 +51,7 @@ def _kappa(scaling, n_hidden):
     return float(scaling)
 
 
-class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
+class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the GGN-SCORE estimators; use the subclasses."""
 
     _parameter_constraints = {
@@ -114,6 +126,10 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
     def _score_outputs(self, outputs, Y, sample_weight):
         """Score (R² or accuracy) of raw outputs against target matrix Y."""
 
+    @abstractmethod
+    def _loss_object(self):
+        """The training loss of ``sklearn_ggn._losses``."""
+
     # --------------------------------------------------------------- helpers
     def _network(self, n_features, n_outputs):
         return TwoLayerNetwork(
@@ -159,21 +175,23 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         V = rng.standard_normal((n, K))
         return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
 
-    def _store_theta(self, network, theta):
-        for name, value in self._weights_dict(network, theta).items():
-            setattr(self, name + "_", value)
+    def _weights(self, network, theta):
+        """The public weight attributes (names without the trailing ``_``)."""
+        U, b_h, V, b_o = network.public_weights(theta)
+        weights = {"hidden_weights": U, "output_weights": V}
+        if self.fit_intercept:
+            weights["hidden_intercept"] = b_h
+            weights["output_intercept"] = b_o
+        return weights
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
-        pre = X @ self.hidden_weights_.T
-        if self.fit_intercept:
-            pre += self.hidden_intercept_
-        rho, _ = activate(pre, self.activation, with_deriv=False)
-        out = rho @ self.output_weights_
-        out *= _kappa(self.scaling, self.n_hidden)
-        if self.fit_intercept:
-            out += self.output_intercept_
-        return out
+        network = self._network(X.shape[1], self.output_weights_.shape[1])
+        theta = network.pack(self.hidden_weights_, self.output_weights_,
+                             getattr(self, "hidden_intercept_", None),
+                             getattr(self, "output_intercept_", None),
+                             dtype=self.hidden_weights_.dtype)
+        return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
     def _resolve_batch_size(self, n_samples, n_outputs):
         if self.batch_size is None:
@@ -187,9 +205,43 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
                           f"{n_samples} training samples; using a full batch.")
         return min(self.batch_size, n_samples)
 
+    def _make_solver(self, problem, batch_size, incremental, early_stopping):
+        """The engine's solver for these hyperparameters."""
+        batching = Batching(batch_size, self.shuffle)
+        max_iter = 1 if incremental else self.max_iter
+        stopping = (None if incremental or early_stopping
+                    else NoImprovement(self.tol, self.n_iter_no_change))
+        if self.solver == "gd":
+            return GradientDescentSolver(self.learning_rate, batching, max_iter,
+                                         stopping)
+        # partial_fit streams chunks: that is mini-batch training for "auto".
+        full_batch = batching.full_batch(problem.n_samples) and not incremental
+        return GGNScoreSolver(
+            resolve_damping(self.damping, problem.tau, full_batch),
+            AdaptiveStepSize(self.step_size),
+            ArmijoLineSearch() if self.line_search else None,
+            self.linear_solver, batching, max_iter, stopping)
+
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
              X_val=None, y_val=None, sample_weight_val=None):
+        """Fit as one transaction: on any exception (a validation error,
+        MemoryError, KeyboardInterrupt, a numerical error) the estimator is
+        left exactly as it was before the call."""
+        snapshot = self.__dict__.copy()
+        try:
+            return self._fit_transaction(X, y, sample_weight, incremental, classes,
+                                         X_val, y_val, sample_weight_val)
+        except BaseException:
+            kept = {k: self.__dict__[k] for k in _CALLBACK_ATTRIBUTES
+                    if k in self.__dict__}
+            self.__dict__.clear()
+            self.__dict__.update(snapshot)
+            self.__dict__.update(kept)
+            raise
+
+    def _fit_transaction(self, X, y, sample_weight, incremental, classes, X_val,
+                         y_val, sample_weight_val):
         first_call = not (incremental and hasattr(self, "n_iter_"))
         X, Y = self._validate_input(X, y, reset=first_call, classes=classes)
         dtype = X.dtype
@@ -198,330 +250,217 @@ class BaseGGNScore(BaseEstimator, metaclass=ABCMeta):
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
 
-        if not incremental or not hasattr(self, "_rng"):
-            self._rng = check_random_state(self.random_state)
-        rng = self._rng
+        # The generator is copied, not advanced in place, so that a failed
+        # partial_fit leaves the estimator's stream where it was.
+        if incremental and hasattr(self, "_rng"):
+            rng = copy.deepcopy(self._rng)
+        else:
+            rng = check_random_state(self.random_state)
         network = self._network(X.shape[1], Y.shape[1])
         reuse = self.warm_start or (incremental and not first_call)
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
-        theta = self._initial_theta(network, dtype, rng, reuse)
+        theta0 = self._initial_theta(network, dtype, rng, reuse)
+        fitted = {}  # attributes assigned when the fit succeeds
         if self.store_initial_weights and (fresh_start
                                            or not hasattr(self, "initial_weights_")):
-            self.initial_weights_ = self._weights_dict(network, theta)
-        self._reset_history(reuse)
+            fitted["initial_weights_"] = self._weights(network, theta0)
 
         # Validation data: given (as in HistGradientBoosting), or with early
         # stopping a held-out split (stratified for classifiers).
         early_stopping = self.early_stopping and not incremental
+        validation = None
         if X_val is not None:
             X_val, Y_val = self._validate_input(X_val, y_val, reset=False)
             X_val = X_val.astype(dtype, copy=False)
             Y_val = Y_val.astype(dtype, copy=False)
             sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
                                           ensure_non_negative=True)
+            validation = (X_val, Y_val, sw_val)
         elif early_stopping:
             stratify = np.asarray(y) if is_classifier(self) else None
             idx_train, idx_val = train_test_split(
                 np.arange(X.shape[0]), test_size=self.validation_fraction,
                 random_state=rng, stratify=stratify,
             )
-            X_val, Y_val, sw_val = X[idx_val], Y[idx_val], sample_weight[idx_val]
+            validation = (X[idx_val], Y[idx_val], sample_weight[idx_val])
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
-        if X_val is not None:
-            Xa_val = network.augment(X_val)
-            s_val = sw_val / sw_val.sum()
-            for key in ("validation_risk", "validation_score"):
-                self.history_.setdefault(key, [])
-        best_theta = theta
 
-        n_samples = X.shape[0]
-        Xa = network.augment(X)
-        batch_size = self._resolve_batch_size(n_samples, Y.shape[1])
-        full_batch = batch_size >= n_samples
-        # partial_fit streams chunks: that is mini-batch training for "auto".
-        state = _TrainingState(self, network, self._regularizer_object(), Y,
-                               sample_weight, full_batch and not incremental)
-        if reuse:  # judge divergence against the start of the whole sequence
-            state.initial_objective = getattr(self, "_initial_objective", None)
-        self.linear_solver_ = choose_linear_solver(network, batch_size,
-                                                   self.linear_solver)
-        max_iter = 1 if incremental else self.max_iter
-        start = time.perf_counter()
-        elapsed0 = self.history_["time"][-1] if self.history_["time"] else 0.0
-        monitoring = 0.0  # time spent on validation, kept out of history_
-        diverged = converged = False
-        for _ in range(max_iter):
-            if full_batch:
-                theta, record, diverged = state.full_batch_iteration(theta, Xa)
-            else:
-                theta, record, diverged = state.epoch(theta, Xa, batch_size, rng)
-            if diverged:
-                break
-            objective = record["objective"]
-            previous_best = self.best_loss_
-            self.n_iter_ += 1
-            self.loss_curve_.append(objective)
-            self.best_loss_ = min(self.best_loss_, objective)
-            now = time.perf_counter()
-            record["time"] = elapsed0 + now - start - monitoring
-            if X_val is not None:
-                outputs = network.forward(theta, Xa_val, with_deriv=False).outputs
-                record["validation_risk"] = state.loss.risk(outputs, Y_val, s_val)
-                record["validation_score"] = self._score_outputs(outputs, Y_val,
-                                                                 sw_val)
-                monitoring += time.perf_counter() - now
-            for key, value in record.items():
-                self.history_.setdefault(key, []).append(value)
-            if self.verbose:
-                extra = ("" if X_val is None else
-                         f", validation score = {record['validation_score']:.6g}")
-                print(f"Iteration {self.n_iter_}, objective = {objective:.8g}, "
-                      f"risk = {record['risk']:.8g}, "
-                      f"step size = {record['step_size']:.4g}{extra}, "
-                      f"time = {record['time']:.3f}s")
-            if early_stopping:
-                score = record["validation_score"]
-                self.validation_scores_.append(score)
-                if score > self.best_validation_score_:
-                    best_theta = theta
-                if score < self.best_validation_score_ + self.tol:
-                    self._no_improvement_count += 1
-                else:
-                    self._no_improvement_count = 0
-                self.best_validation_score_ = max(self.best_validation_score_, score)
-            elif objective > previous_best - self.tol:
-                self._no_improvement_count += 1
-            else:
-                self._no_improvement_count = 0
-            if full_batch and record["step_size"] == 0.0 and self.line_search:
-                # No decrease along the Gauss-Newton direction: θ cannot move,
-                # and every further iteration would repeat the same step.
-                converged = True
-                if self.verbose:
-                    print("Line search found no decrease. Stopping.")
-                break
-            if not incremental and self._no_improvement_count > self.n_iter_no_change:
-                converged = True
-                if self.verbose:
-                    print(f"Objective did not improve by more than tol={self.tol} for "
-                          f"{self.n_iter_no_change} consecutive iterations. Stopping.")
-                break
-        if early_stopping:
-            theta = best_theta
-        self._store_theta(network, theta)
-        self._initial_objective = state.initial_objective
-        if diverged:
+        problem = Problem(network, self._loss_object(), self._regularizer_object(),
+                          self.tau, X, Y, sample_weight,
+                          regularized=self.solver != "gd")
+        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1])
+        solver = self._make_solver(problem, batch_size, incremental, early_stopping)
+        records = _Records(self, reuse)
+        monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
+                           records, theta0)
+        state = (copy.deepcopy(self._solver_state)
+                 if records.continued and hasattr(self, "_solver_state") else None)
+        result = solver.solve(problem, theta0, rng, monitor, state,
+                              time_offset=records.elapsed)
+        monitor.close(result)
+
+        theta = monitor.best_theta if early_stopping else result.theta
+        fitted.update({name + "_": value
+                       for name, value in self._weights(network, theta).items()})
+        fitted.update(records.attributes(result))
+        fitted.update(_rng=rng, _solver_state=result.state,
+                      linear_solver_=(result.linear_solver
+                                      or getattr(self, "linear_solver_", "dual")))
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self._report(result, incremental)
+        return self
+
+    def _report(self, result, incremental):
+        """Warn about a fit that did not end by converging."""
+        if result.status == "diverged":
             advice = ["a larger damping", "a smaller step_size"]
             if not self.line_search:
                 advice.append("line_search=True")
             warnings.warn(
                 f"GGN-SCORE diverged after {self.n_iter_} iterations "
-                f"({state.failure}); kept the last parameters from before it. Try "
+                f"({result.reason}); kept the last parameters from before it. Try "
                 f"{', '.join(advice[:-1])} or {advice[-1]}.",
                 ConvergenceWarning,
             )
-        elif not converged and not incremental and self.max_iter > 1:
+        elif result.status == "max_iter" and not incremental and self.max_iter > 1:
             warnings.warn(
                 f"Maximum iterations ({self.max_iter}) reached and the optimization "
                 "hasn't converged yet. Increase max_iter or tol.",
                 ConvergenceWarning,
             )
-        return self
-
-    def _reset_history(self, reuse):
-        """Start the per-iteration records, or continue them when warm-starting."""
-        if not hasattr(self, "loss_curve_") or not reuse:
-            self.loss_curve_ = []
-            self.history_ = {"objective": [], "risk": [], "step_size": [],
-                             "time": []}
-            self.n_iter_ = 0
-            self.t_ = 0
-            self.best_loss_ = np.inf
-            self.validation_scores_ = None
-            self.best_validation_score_ = None
-        if self.early_stopping and self.validation_scores_ is None:
-            self.validation_scores_ = []
-            self.best_validation_score_ = -np.inf
-        self._no_improvement_count = 0
-
-    def _weights_dict(self, network, theta):
-        U_aug, V, b_o = network.unpack(theta)
-        weights = {"hidden_weights": np.array(U_aug[:, : network.n_features]),
-                   "output_weights": np.array(V)}
-        if self.fit_intercept:
-            weights["hidden_intercept"] = np.array(U_aug[:, -1])
-            weights["output_intercept"] = np.array(b_o)
-        return weights
 
 
-class _TrainingState:
-    """The objective and one step of the solver over a fixed training set."""
+class _Records:
+    """The per-iteration records of a fit, continued across warm starts."""
 
-    def __init__(self, estimator, network, reg, Y, sample_weight, full_batch):
-        self.est = estimator
+    def __init__(self, estimator, reuse):
+        self.continued = reuse and hasattr(estimator, "loss_curve_")
+        if self.continued:
+            self.history = {k: list(v) for k, v in estimator.history_.items()}
+            self.validation_scores = (None if estimator.validation_scores_ is None
+                                      else list(estimator.validation_scores_))
+            self.best_validation_score = estimator.best_validation_score_
+        else:
+            self.history = {"objective": [], "risk": [], "step_size": [], "time": []}
+            self.validation_scores = None
+            self.best_validation_score = None
+        if estimator.early_stopping and self.validation_scores is None:
+            self.validation_scores = []
+            self.best_validation_score = -np.inf
+        times = self.history["time"]
+        self.elapsed = times[-1] if times else 0.0
+
+    def append(self, record):
+        for key, value in record.items():
+            self.history.setdefault(key, []).append(value)
+
+    def attributes(self, result):
+        state = result.state
+        objectives = self.history["objective"]
+        return {"history_": self.history, "loss_curve_": list(objectives),
+                "n_iter_": state.n_iter, "t_": state.n_steps,
+                "best_loss_": state.best_objective,
+                "validation_scores_": self.validation_scores,
+                "best_validation_score_": self.best_validation_score}
+
+
+class _Monitor:
+    """The solver's callback: validation scores, early stopping, verbose
+    lines and scikit-learn's callbacks, once per iteration/epoch."""
+
+    def __init__(self, estimator, network, loss, validation, early_stopping,
+                 records, theta0):
+        self.estimator = estimator
         self.network = network
-        self.reg = reg
-        self.Y = Y
-        self.sample_weight = sample_weight
-        self.loss = estimator._loss_object()
-        self.tau = float(estimator.tau)
-        damping = estimator.damping
-        if damping == "auto":
-            damping = "tau" if full_batch and self.tau > 0 else 1.0
-        if damping == "tau" and estimator.solver == "ggn" and self.tau == 0:
-            raise ValueError(
-                f"damping={estimator.damping!r} uses H = tau * g''(theta) here, "
-                "which is zero for tau=0; set tau > 0 or a positive float damping."
-            )
-        self.curvature_scale = self.tau if damping == "tau" else float(damping)
-        self.M_g = reg.self_concordance_constant(network.n_params)
-        self.failure = None
-        self._last_reg = (None, None)
-        self.last_risk = np.nan
-        self.initial_objective = None
+        self.loss = loss
+        self.early_stopping = early_stopping
+        self.records = records
+        self.best_theta = theta0
+        self.n_iter = estimator.n_iter_ if records.continued else 0
+        self.no_improvement = 0
+        self.validation = None
+        if validation is not None:
+            X_val, Y_val, sw_val = validation
+            self.validation = (network.augment(X_val), Y_val, sw_val,
+                               sw_val / sw_val.sum())
+            for key in ("validation_risk", "validation_score"):
+                records.history.setdefault(key, [])
+        self.context = None
+        if hasattr(estimator, "_init_callback_context"):
+            self.context = estimator._init_callback_context(max_subtasks=None)
+            self.context.call_on_fit_task_begin(estimator=estimator)
+            self._begin_epoch(theta0)
 
-    def regularization(self, theta):
-        # θ accepted by a line search is the very array whose g was computed
-        # in its trial: reuse it at the next step (one pass over p saved).
-        if theta is self._last_reg[0]:
-            return self._last_reg[1]
-        value = self.tau * self.reg.value_sum(theta)
-        self._last_reg = (theta, value)
-        return value
+    def _reconstruction(self, theta):
+        return lambda: {name + "_": value for name, value in
+                        self.estimator._weights(self.network, theta).items()}
 
-    def objective(self, theta, Xa, Y, s, with_deriv=True):
-        """``(L, R, cache)``; GD minimises the unregularized risk (SPEC §7)."""
-        cache = self.network.forward(theta, Xa, with_deriv)
-        risk = self.loss.risk(cache.outputs, Y, s)
-        if self.est.solver == "gd":
-            return risk, risk, cache
-        return risk + self.regularization(theta), risk, cache
+    def _begin_epoch(self, theta):
+        self.epoch_context = self.context.subcontext(task_name="epoch")
+        self.epoch_context.call_on_fit_task_begin(
+            estimator=self.estimator,
+            reconstruction_attributes=self._reconstruction(theta))
 
-    def _diverged(self, objective, theta):
-        if not np.isfinite(objective) or not np.all(np.isfinite(theta)):
-            self.failure = "non-finite objective or parameters"
-            return True
-        if self.initial_objective is None:
-            self.initial_objective = objective
-        elif objective > _DIVERGENCE_FACTOR * max(1.0, self.initial_objective):
-            self.failure = f"objective grew to {objective:.3g}"
-            return True
-        return False
+    def __call__(self, record, theta):
+        self.n_iter += 1
+        if self.validation is not None:
+            Xa_val, Y_val, sw_val, s_val = self.validation
+            outputs = self.network.forward(theta, Xa_val, with_deriv=False).outputs
+            record["validation_risk"] = self.loss.risk(outputs, Y_val, s_val)
+            record["validation_score"] = self.estimator._score_outputs(
+                outputs, Y_val, sw_val)
+        self.records.append(record)
+        if self.estimator.verbose:
+            self._print(record)
+        stop = False
+        if self.early_stopping:
+            stop = self._early_stopping(record["validation_score"], theta)
+        if self.context is not None:
+            stop |= self.epoch_context.call_on_fit_task_end(
+                estimator=self.estimator,
+                reconstruction_attributes=self._reconstruction(theta))
+            self._begin_epoch(theta)
+        return stop
 
-    def step(self, theta, Xa, Y, s, current=None):
-        """One GGN-SCORE (or GD) step on a batch.
+    def _early_stopping(self, score, theta):
+        records, tol = self.records, self.estimator.tol
+        records.validation_scores.append(score)
+        if score > records.best_validation_score:
+            self.best_theta = theta
+        if score < records.best_validation_score + tol:
+            self.no_improvement += 1
+        else:
+            self.no_improvement = 0
+        records.best_validation_score = max(records.best_validation_score, score)
+        return self.no_improvement > self.estimator.n_iter_no_change
 
-        Returns ``(θ_new, L_before, L_after_or_None, α, cache_after_or_None)``;
-        raises :class:`StepFailure`.
-        """
-        if current is None:
-            current = self.objective(theta, Xa, Y, s)
-        obj, risk, cache = current
-        self.last_risk = risk
-        if self._diverged(obj, theta):
-            raise StepFailure(self.failure)
-        if self.est.solver == "gd":
-            residual, _ = self.loss.residual_and_factor(cache.outputs, Y, s)
-            direction = self.network.gradient(theta, cache, residual)
-            alpha = float(self.est.learning_rate)
-            new = theta - alpha * direction
-            return new, obj, None, alpha, None
-        # float32 fits: the dual step runs in float32 and, when its error
-        # estimate asks for it, gets mixed-precision iterative refinement with
-        # float64 residuals or a float64 recomputation (see ggn_direction): at
-        # the paper's τ the system's condition number (1e5-1e9) is beyond
-        # float32 alone (measured direction errors 2e-3 at τ=1e-4 and 2 at
-        # τ=1e-6). The primal form's cost is its p × p factorization, so it
-        # is simply done in float64.
-        form = choose_linear_solver(self.network, Xa.shape[0], self.est.linear_solver)
-        theta_w, cache_w, Y_w, s_w = theta, cache, Y, s
-        if theta.dtype != np.float64 and form == "primal":
-            theta_w = theta.astype(np.float64)
-            cache_w = ForwardCache(*(np.asarray(a, dtype=np.float64) for a in (
-                cache.Xa, cache.rho, cache.rho_deriv, cache.outputs)))
-            Y_w = Y.astype(np.float64, copy=False)
-            s_w = s.astype(np.float64, copy=False)
-        residual, factor = self.loss.residual_and_factor(
-            cache_w.outputs, Y_w, s_w.astype(cache_w.outputs.dtype, copy=False))
-        reg_grad, D, eta = self.reg.step_quantities(theta_w, self.tau,
-                                                    self.curvature_scale)
-        direction, grad = ggn_direction(self.network, theta_w, cache_w, residual,
-                                        factor, reg_grad, D, form)
-        alpha = step_size_rule(self.est.step_size, self.M_g, eta)
-        direction = direction.astype(theta.dtype, copy=False)
-        grad = grad.astype(theta.dtype, copy=False)
-        if not self.est.line_search:
-            return theta - alpha * direction, obj, None, alpha, None
-        trials = {}
+    def _print(self, record):
+        parts = [f"Iteration {self.n_iter}", f"objective = {record['objective']:.8g}",
+                 f"risk = {record['risk']:.8g}",
+                 f"step size = {record['step_size']:.4g}"]
+        if "damping" in record:
+            parts.append(f"damping = {record['damping']:.4g}")
+        if "validation_score" in record:
+            parts.append(f"validation score = {record['validation_score']:.6g}")
+        parts.append(f"time = {record['time']:.3f}s")
+        print(", ".join(parts))
 
-        def trial_objective(candidate):
-            trials["last"] = self.objective(candidate, Xa, Y, s)
-            return trials["last"][0]
-
-        alpha, new_obj, new = armijo_backtracking(trial_objective, theta, direction,
-                                                  grad, alpha, obj)
-        if alpha == 0.0:  # no decrease found along d: stay put
-            return theta, obj, obj, 0.0, current
-        return new, obj, new_obj, alpha, trials["last"]
-
-    def full_batch_iteration(self, theta, Xa):
-        """One step on all samples: ``(θ, record, diverged)``."""
-        s = self.sample_weight / self.sample_weight.sum()
-        current = getattr(self, "_current", None)
-        try:
-            new, _, _, alpha, after = self.step(theta, Xa, self.Y, s, current)
-            if after is None:
-                after = self.objective(new, Xa, self.Y, s)
-            if self._diverged(after[0], new):
-                raise StepFailure(self.failure)
-        except StepFailure as exc:
-            self.failure = str(exc)
-            return theta, None, True
-        self._current = after
-        self.est.t_ += 1
-        return new, {"objective": after[0], "risk": after[1], "step_size": alpha}, False
-
-    def epoch(self, theta, Xa, batch_size, rng):
-        """One shuffled pass in mini-batches: ``(θ, record, diverged)``.
-
-        The record holds the epoch means (weighted by batch weight) of the
-        batch objectives and risks before each step, and of the step sizes.
-        """
-        n = Xa.shape[0]
-        epoch_start = theta
-        order = rng.permutation(n) if self.est.shuffle else np.arange(n)
-        sums = {"objective": 0.0, "risk": 0.0, "step_size": 0.0}
-        weight_total = 0.0
-        for start in range(0, n, batch_size):
-            idx = order[start:start + batch_size]
-            w = self.sample_weight[idx]
-            w_sum = float(w.sum())
-            if w_sum <= 0:
-                continue
-            try:
-                new, before, _, alpha, _ = self.step(theta, Xa[idx], self.Y[idx],
-                                                     w / w_sum)
-                if not np.all(np.isfinite(new)):
-                    raise StepFailure("non-finite parameters")
-            except StepFailure as exc:
-                # Batches of this epoch may already have moved θ far off (the
-                # divergence test only sees batch objectives): go back to the
-                # parameters that completed the last epoch.
-                self.failure = str(exc)
-                return epoch_start, None, True
-            theta = new
-            last_batch = (idx, w / w_sum)
-            for key, value in (("objective", before), ("risk", self.last_risk),
-                               ("step_size", alpha)):
-                sums[key] += value * w_sum
-            weight_total += w_sum
-            self.est.t_ += 1
-        # The last step of the epoch is checked on its own batch.
-        if weight_total > 0 and self._diverged(
-                self.objective(theta, Xa[last_batch[0]], self.Y[last_batch[0]],
-                               last_batch[1], False)[0], theta):
-            return epoch_start, None, True
-        return theta, {k: v / weight_total for k, v in sums.items()}, False
+    def close(self, result):
+        if self.context is not None:
+            # The epoch begun after the last one never ran: end it empty.
+            self.epoch_context.call_on_fit_task_end(estimator=self.estimator)
+            self.context.call_on_fit_task_end(
+                estimator=self.estimator,
+                reconstruction_attributes=self._reconstruction(result.theta))
+        if self.estimator.verbose and result.status != "max_iter":
+            if result.status == "stopped" and self.early_stopping:
+                tol, n = self.estimator.tol, self.estimator.n_iter_no_change
+                reason = (f"the validation score did not improve by more than "
+                          f"tol={tol} for {n} consecutive iterations")
+            else:
+                reason = result.reason
+            print(f"Stopping: {reason}.")

@@ -89,6 +89,15 @@ class TwoLayerNetwork:
             parts.append(b_o)
         return np.concatenate([np.asarray(p, dtype=dtype).ravel() for p in parts])
 
+    def public_weights(self, theta):
+        """Copies ``(U, b_h, V, b_o)`` of the estimator's public attributes
+        (``b_h``, ``b_o`` are None without intercept)."""
+        U_aug, V, b_o = self.unpack(theta)
+        U = np.array(U_aug[:, : self.n_features])
+        if not self.fit_intercept:
+            return U, None, np.array(V), None
+        return U, np.array(U_aug[:, -1]), np.array(V), np.array(b_o)
+
     def augment(self, X):
         """Append the intercept column of ones to X (C-contiguous, X's dtype)."""
         if not self.fit_intercept:
@@ -99,10 +108,14 @@ class TwoLayerNetwork:
         return Xa
 
     # ------------------------------------------------------------ forward
+    def pre_activations(self, theta, Xa):
+        """Hidden pre-activations ``A = X̂ Û ᵀ`` (b × n) on augmented inputs."""
+        return Xa @ self.unpack(theta)[0].T
+
     def forward(self, theta, Xa, with_deriv=True):
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
-        U_aug, V, b_o = self.unpack(theta)
-        pre = Xa @ U_aug.T
+        _, V, b_o = self.unpack(theta)
+        pre = self.pre_activations(theta, Xa)
         rho, rho_deriv = activate(pre, self.activation, with_deriv)
         outputs = rho @ V
         outputs *= self.kappa

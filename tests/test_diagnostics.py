@@ -114,8 +114,8 @@ def test_history_records_every_iteration(batch_size):
                                         batch_size=batch_size, random_state=0),
                       X, y, X_val=X_val, y_val=y_val)
     h = reg.history_
-    assert set(h) == {"objective", "risk", "step_size", "time", "validation_risk",
-                      "validation_score"}
+    assert set(h) == {"objective", "risk", "step_size", "damping", "time",
+                      "validation_risk", "validation_score"}
     assert all(len(v) == reg.n_iter_ == 6 for v in h.values())
     assert h["objective"] == reg.loss_curve_
     assert np.all(np.diff(h["time"]) > 0)

@@ -18,7 +18,7 @@ from sklearn_ggn._activations import ACTIVATIONS, activate
 from sklearn_ggn._losses import LOSSES
 from sklearn_ggn._network import TwoLayerNetwork
 from sklearn_ggn._regularizers import REGULARIZERS
-from sklearn_ggn._solver import ggn_direction, step_size_rule
+from sklearn_ggn.engine import AdaptiveStepSize, Linearization
 
 RTOL = 1e-8
 
@@ -302,6 +302,13 @@ def test_dual_equals_primal_in_the_papers_ill_conditioned_regime(tau):
     assert np.linalg.norm(d_dual - d_primal) <= bound * np.linalg.norm(d_primal)
 
 
+def ggn_direction(net, theta, cache, residual, factor, reg_grad, D, form):
+    """``(d, r)`` of the engine's linearization (the step without forward
+    pass, step-size rule or line search)."""
+    lin = Linearization(net, theta, cache, residual, factor, reg_grad, D)
+    return lin.direction(form), lin.gradient
+
+
 def test_step_size_rule():
     rng = np.random.default_rng(0)
     t = rng.standard_normal(50)
@@ -309,8 +316,8 @@ def test_step_size_rule():
     grad, D, eta_out = reg.step_quantities(t, 1e-2, 1.3)
     eta = np.sqrt(np.sum(grad**2 * D))
     assert eta_out == pytest.approx(eta)
-    assert step_size_rule(0.95, 3.0, eta_out) == pytest.approx(0.95 / (1 + 3.0 * eta))
-    assert step_size_rule(1.0, 0.0, eta_out) == 1.0  # capped at 1
+    assert AdaptiveStepSize(0.95)(3.0, eta_out) == pytest.approx(0.95 / (1 + 3.0 * eta))
+    assert AdaptiveStepSize(1.0)(0.0, eta_out) == 1.0  # capped at 1
 
 
 # ------------------------------------------------------------------ estimator step
@@ -373,7 +380,6 @@ def test_float32_dual_step_matches_float64_solve(tau, path, K, monkeypatch):
     """The float32 dual step (float32 Gram, float64 Cholesky, mixed-precision
     refinement, float64 fallback) against the float64 solve of the same
     float32-rounded problem, from well- to ill-conditioned (μ = √n)."""
-    import sklearn_ggn._solver as solver
     from sklearn_ggn._network import ForwardCache
 
     b, n, d = 80, 40, 5
@@ -403,8 +409,8 @@ def test_float32_dual_step_matches_float64_solve(tau, path, K, monkeypatch):
 
     calls = []
     for name in ("_refine_mixed", "_float64_direction"):
-        original = getattr(solver, name)
-        monkeypatch.setattr(solver, name, lambda *a, _f=original, _n=name, **k:
+        original = getattr(Linearization, name)
+        monkeypatch.setattr(Linearization, name, lambda *a, _f=original, _n=name, **k:
                             calls.append(_n) or _f(*a, **k))
     d64, _ = ggn_direction(net, *inputs(np.float64), "dual")
     assert not calls
@@ -466,12 +472,12 @@ def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
     (OpenBLAS's threaded potrf crashed at order 16 128); same factor."""
     import threadpoolctl
 
-    import sklearn_ggn._solver as solver
+    import sklearn_ggn.engine._linearization as solver
 
     rng = np.random.default_rng(0)
     B = rng.standard_normal((40, 40))
     system = B @ B.T + 40 * np.eye(40)
-    small = solver._cholesky(system)
+    small = solver.cholesky(system)
     seen = []
     original = threadpoolctl.threadpool_limits
 
@@ -481,7 +487,7 @@ def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
 
     monkeypatch.setattr(threadpoolctl, "threadpool_limits", spy)
     monkeypatch.setattr(solver, "LARGE_CHOLESKY", 30)
-    large = solver._cholesky(system)
+    large = solver.cholesky(system)
     assert seen == [1]
     np.testing.assert_allclose(large, small, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(large @ large.T, system, rtol=1e-12)

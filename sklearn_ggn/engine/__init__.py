@@ -1,0 +1,54 @@
+"""The training engine behind the estimators.
+
+The estimators validate data and hyperparameters, then hand the engine a
+:class:`Problem` (network, loss, regularizer, data) and a solver configured
+once from the hyperparameters; :meth:`Solver.solve` owns the loop and returns
+a :class:`SolverResult`. Everything numerical happens here and in the
+network's kernels::
+
+    fit → validate → Problem + GGNScoreSolver.solve → Linearization → kernels
+
+This module is a documented seam for research and benchmarks (the
+estimators are the stable interface): a step can be reproduced, timed or
+varied without an estimator.
+"""
+
+from ._linearization import Linearization, StepFailure, cholesky
+from ._problem import Batch, Evaluation, Problem
+from ._solver import (
+    GGNScoreSolver,
+    GradientDescentSolver,
+    Solver,
+    SolverResult,
+    SolverState,
+    choose_linear_solver,
+)
+from ._strategies import (
+    AdaptiveStepSize,
+    ArmijoLineSearch,
+    Batching,
+    FixedDamping,
+    NoImprovement,
+    resolve_damping,
+)
+
+__all__ = [
+    "AdaptiveStepSize",
+    "ArmijoLineSearch",
+    "Batch",
+    "Batching",
+    "Evaluation",
+    "FixedDamping",
+    "GGNScoreSolver",
+    "GradientDescentSolver",
+    "Linearization",
+    "NoImprovement",
+    "Problem",
+    "Solver",
+    "SolverResult",
+    "SolverState",
+    "StepFailure",
+    "choose_linear_solver",
+    "cholesky",
+    "resolve_damping",
+]

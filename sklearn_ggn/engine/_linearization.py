@@ -1,0 +1,308 @@
+"""The Gauss-Newton model of the objective at θ on one batch (SPEC section 4).
+
+Given the batch residual ``e = ∂R/∂Φ``, the curvature factor ``A`` with
+``Q = A Aᵀ``, the regularizer gradient ``∇g = τ ḡ'(θ)`` and the diagonal
+curvature ``H`` (``D = H⁻¹``), the search direction solves
+
+    (Jᵀ Q J + H) d = r,      r = Jᵀ e + ∇g                    (primal, p × p)
+
+or, by the Woodbury identity with ``J̃ = Aᵀ J``,
+
+    d = D r − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D r                     (dual, bK × bK).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._kernels import cholesky_solve_kernel
+from .._network import ForwardCache
+
+# Refine the dual solution when ‖D r‖ / ‖d‖ exceeds this (digits lost to
+# cancellation in D r − D J̃ᵀ y).
+REFINE_CANCELLATION = 1e3
+# float32 dual steps (see Linearization.direction): refine when the estimated
+# relative error ε₃₂·max(λ_max(G̃), ‖D r‖/‖d‖) exceeds MIXED_TOLERANCE;
+# refinement needs the contraction ε₃₂·λ_max below MAX_CONTRACTION and stops
+# when a correction is below MIXED_CONVERGED relative (invisible once d is
+# rounded to float32).
+MIXED_TOLERANCE = 1e-4
+MAX_CONTRACTION = 0.25
+MAX_MIXED_REFINEMENTS = 6
+MIXED_CONVERGED = float(np.finfo(np.float32).eps)
+# Order from which the Cholesky factorization runs on one BLAS thread (see
+# cholesky).
+LARGE_CHOLESKY = 12_000
+
+
+class StepFailure(Exception):
+    """The linear system of a step could not be solved (non-finite or not PD)."""
+
+
+def cholesky(system):
+    """Cholesky factor of a (symmetric positive definite) Gauss-Newton system.
+
+    The factorization uses NumPy's LAPACK, the same OpenBLAS thread pool as
+    the Gram's syrk and every other product; numba's ``np.linalg.cholesky``
+    goes through SciPy's separate OpenBLAS, whose threads were starved by
+    NumPy's still-spinning ones right after the syrk (measured: 9 ms alone,
+    94 ms after the syrk, for m = 1000). The triangular solves are numba loops.
+
+    Raises
+    ------
+    StepFailure
+        When the system has non-finite entries or is not numerically positive
+        definite.
+    """
+    if not np.all(np.isfinite(system)):
+        raise StepFailure("the Gauss-Newton system has non-finite entries")
+    try:
+        if system.shape[0] < LARGE_CHOLESKY:
+            return np.linalg.cholesky(system)
+        # OpenBLAS's multithreaded potrf (0.3.30 in NumPy's wheels, 0.3.31 in
+        # SciPy's) crashed the process with a segmentation fault for order
+        # 16 128 on a 2-core machine (15 000 passed); one thread passed. Large
+        # systems (in practice only a forced linear_solver="primal") are
+        # therefore factorized with one BLAS thread.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return np.linalg.cholesky(system)
+    except np.linalg.LinAlgError as exc:
+        raise StepFailure(
+            "the Gauss-Newton system is not numerically positive definite"
+        ) from exc
+
+
+def promote_cache(cache, dtype=np.float64):
+    """The forward cache with every array in ``dtype`` (the one promotion of a
+    float32 step's data)."""
+    return ForwardCache(*(None if a is None else np.asarray(a, dtype=dtype)
+                          for a in (cache.Xa, cache.rho, cache.rho_deriv,
+                                    cache.outputs)))
+
+
+@dataclass
+class Linearization:
+    """The linearized network at θ on one batch, and the regularizer's model.
+
+    It gives the Jacobian products ``J̃ v`` and ``J̃ᵀ u``, the dual Gram
+    ``J̃ D J̃ᵀ`` or the primal matrix ``J̃ᵀ J̃``, and the Gauss-Newton
+    direction (:meth:`direction`), never forming J̃ where SPEC section 5 says
+    the structure avoids it.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        Shapes, scaling and activation.
+    theta : ndarray of shape (p,)
+        The parameters.
+    cache : ForwardCache
+        Forward pass at θ on the batch, with activation derivatives.
+    residual : ndarray of shape (b, K)
+        ``e = ∂R/∂Φ``.
+    factor : ndarray of shape (b, K, K)
+        ``A`` with ``Q_k = A_k A_kᵀ``.
+    reg_grad : ndarray of shape (p,)
+        ``∇g(θ)``.
+    D : ndarray of shape (p,)
+        Inverse of the diagonal regularizer curvature ``H``.
+    """
+
+    network: object
+    theta: np.ndarray
+    cache: ForwardCache
+    residual: np.ndarray
+    factor: np.ndarray
+    reg_grad: np.ndarray
+    D: np.ndarray
+
+    def __post_init__(self):
+        self._W = None
+        self._gradient = None
+
+    # ------------------------------------------------------------ products
+    @property
+    def W(self):
+        """Hidden-layer sensitivities ``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]``."""
+        if self._W is None:
+            self._W = self.network.sensitivities(self.theta, self.cache, self.factor)
+        return self._W
+
+    @property
+    def gradient(self):
+        """``r = Jᵀ e + ∇g``, the objective's gradient at θ."""
+        if self._gradient is None:
+            r = self.network.gradient(self.theta, self.cache, self.residual)
+            r += self.reg_grad
+            self._gradient = r
+        return self._gradient
+
+    def jvp(self, v):
+        """``J̃ v`` of shape (b, K)."""
+        return self.network.jvp(self.theta, self.cache, self.W, self.factor, v)
+
+    def vjp(self, y):
+        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K)."""
+        return self.network.vjp(self.theta, self.cache, self.W, self.factor, y)
+
+    def gram(self):
+        """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK)."""
+        return self.network.gram(self.theta, self.cache, self.W, self.factor, self.D)
+
+    def gauss_newton_matrix(self):
+        """The primal ``J̃ᵀ J̃`` of shape (p, p)."""
+        return self.network.gauss_newton_matrix(self.theta, self.cache, self.W,
+                                                self.factor)
+
+    def astype(self, dtype):
+        """The same linearization with every array in ``dtype``."""
+        def cast(a):
+            return np.asarray(a, dtype=dtype)
+
+        return Linearization(self.network, cast(self.theta),
+                             promote_cache(self.cache, dtype), cast(self.residual),
+                             cast(self.factor), cast(self.reg_grad), cast(self.D))
+
+    # ------------------------------------------------------------ solves
+    def direction(self, form):
+        """The GGN-SCORE direction ``d`` with ``(J̃ᵀJ̃ + H) d = r``.
+
+        float64 is solved as is. For float32 (dual form; primal float32 steps
+        are linearized in float64 by the solver) the Gram — the dominant
+        cost — is formed and factorized in float32; the solution's error is
+        estimated from the Gram's norm (a Gershgorin bound on λ_max, the
+        condition number of ``I + G̃`` since λ_min ≥ 1) and the cancellation
+        ratio ``‖D r‖ / ‖d‖``, and when the estimate exceeds
+        :data:`MIXED_TOLERANCE` the direction is refined by iterative
+        refinement with float64 residuals (converging at the rate
+        ``ε₃₂ λ_max``), or recomputed entirely in float64 when that
+        contraction is too weak (≥ :data:`MAX_CONTRACTION`), the float32
+        factorization fails or the refinement stalls.
+
+        Parameters
+        ----------
+        form : {"dual", "primal"}
+            Which linear system to factorize.
+
+        Returns
+        -------
+        d : ndarray of shape (p,)
+            In θ's dtype.
+
+        Raises
+        ------
+        StepFailure
+            When the system cannot be factorized or the direction is not finite.
+        """
+        r = self.gradient
+        if form != "dual":
+            system = self.gauss_newton_matrix()
+            system.flat[:: system.shape[0] + 1] += 1.0 / self.D
+            return _finite(cholesky_solve_kernel(cholesky(system), r))
+
+        system = self.gram()
+        contraction = 0.0
+        if system.dtype != np.float64:
+            # ε₃₂ λ_max(G̃), with λ_max bounded by Gershgorin: the relative
+            # error of the float32 solve and the contraction factor of its
+            # refinement
+            contraction = float(np.finfo(self.theta.dtype).eps) * float(
+                np.abs(system).sum(axis=1, dtype=np.float64).max())
+        system.flat[:: system.shape[0] + 1] += 1.0
+        if contraction >= MAX_CONTRACTION:
+            return self._float64_direction()
+        try:
+            L = cholesky(system)
+        except StepFailure:
+            if self.theta.dtype == np.float64:
+                raise
+            return self._float64_direction()
+        direction, Dr = self._dual_solve(L, r)
+        ratio = np.linalg.norm(Dr) / max(np.linalg.norm(direction),
+                                         np.finfo(float).tiny)
+        if self.theta.dtype == np.float64:
+            # The dual formula subtracts two nearly equal vectors when D is
+            # large (small τ): log10(‖D r‖ / ‖d‖) digits are lost (measured:
+            # 1e-8 → 1e-5 relative error from τ = 1e-6 to 1e-8). Then one step
+            # of iterative refinement on the primal equation restores them, at
+            # the cost of two more Jacobian products and solves;
+            # well-conditioned steps (e.g. damping=1 on mini-batches) skip it.
+            if ratio > REFINE_CANCELLATION:
+                direction += self._dual_solve(L, self.primal_residual(direction,
+                                                                      r))[0]
+        else:
+            eps = float(np.finfo(self.theta.dtype).eps)
+            if max(contraction, eps * ratio) > MIXED_TOLERANCE:
+                direction = self._refine_mixed(L, direction)
+        return _finite(direction)
+
+    def _dual_solve(self, L, v, lin=None):
+        """``(J̃ᵀJ̃ + H)⁻¹ v = D v − D J̃ᵀ (I + J̃ D J̃ᵀ)⁻¹ J̃ D v`` with the
+        Cholesky factor ``L`` of ``I + J̃ D J̃ᵀ``; products in the dtype of
+        ``lin`` (default: this linearization), triangular solves in L's.
+        Returns ``(solution, D v)``."""
+        lin = self if lin is None else lin
+        b, K = lin.residual.shape
+        Dv = lin.D * v
+        rhs = lin.jvp(Dv).ravel()
+        y = cholesky_solve_kernel(L, rhs.astype(L.dtype, copy=False))
+        back = lin.vjp(y.reshape(b, K).astype(v.dtype, copy=False))
+        back *= lin.D
+        return np.subtract(Dv, back, out=back), Dv
+
+    def primal_residual(self, d, r):
+        """``r − (J̃ᵀJ̃ + H) d``."""
+        res = r - self.vjp(self.jvp(d))
+        res -= d / self.D
+        return res
+
+    def _refine_mixed(self, L, direction):
+        """Mixed-precision iterative refinement of a float32 dual direction.
+
+        Residuals of the primal equation in float64 (the sensitivities and
+        the right-hand side too: the ill-conditioned system amplifies their
+        float32 rounding as much as that of the solve), corrections from the
+        float32 Cholesky factor; falls back to a float64 step when it has
+        not converged after :data:`MAX_MIXED_REFINEMENTS` rounds.
+        """
+        lin64 = self._float64()
+        r64 = lin64.network.gradient(lin64.theta, lin64.cache, lin64.residual)
+        r64 += self.reg_grad
+        d64 = direction.astype(np.float64)
+        previous = None
+        for _ in range(MAX_MIXED_REFINEMENTS):
+            correction = self._dual_solve(L, lin64.primal_residual(d64, r64),
+                                          lin64)[0]
+            d64 += correction
+            size = np.linalg.norm(correction) / np.linalg.norm(d64)
+            # Stop when this correction, or the next one predicted from the
+            # observed contraction (size / previous < 1/2), is below float32
+            # precision.
+            predicted = (size * size / previous
+                         if previous and size < 0.5 * previous else size)
+            if min(size, predicted) <= MIXED_CONVERGED:
+                return d64.astype(self.theta.dtype)
+            previous = size
+        return self._float64_direction()
+
+    def _float64(self):
+        """float64 copies (made once per step) of a float32 linearization;
+        the regularizer gradient stays float32 as the caller passed it."""
+        if getattr(self, "_lin64", None) is None:
+            lin64 = self.astype(np.float64)
+            lin64.reg_grad = self.reg_grad
+            self._lin64 = lin64
+        return self._lin64
+
+    def _float64_direction(self):
+        """The dual direction computed entirely in float64, in θ's dtype."""
+        lin64 = self._float64()
+        lin64.reg_grad = np.asarray(self.reg_grad, dtype=np.float64)
+        return lin64.direction("dual").astype(self.theta.dtype)
+
+
+def _finite(direction):
+    if not np.all(np.isfinite(direction)):
+        raise StepFailure("the Gauss-Newton direction is not finite")
+    return direction

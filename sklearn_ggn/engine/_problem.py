@@ -1,0 +1,178 @@
+"""The training problem: network, loss, regularizer and data (SPEC 1-3)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._network import ForwardCache
+from ._linearization import Linearization, promote_cache
+
+
+@dataclass
+class Batch:
+    """Rows of one step: augmented inputs, targets and normalised weights.
+
+    Attributes
+    ----------
+    Xa : ndarray of shape (b, d̂)
+        Inputs with the intercept column.
+    Y : ndarray of shape (b, K)
+        Targets.
+    s : ndarray of shape (b,)
+        Sample weights normalised to sum to one.
+    weight : float
+        The rows' total sample weight (epoch means are weighted by it).
+    """
+
+    Xa: np.ndarray
+    Y: np.ndarray
+    s: np.ndarray
+    weight: float
+
+    @property
+    def size(self):
+        """Number of rows b."""
+        return self.Xa.shape[0]
+
+
+@dataclass
+class Evaluation:
+    """The objective at θ on a batch, with the forward pass that gave it.
+
+    Attributes
+    ----------
+    objective : float
+        ``L = R + g`` (``R`` alone for an unregularized problem).
+    risk : float
+        ``R``.
+    cache : ForwardCache
+        Activations (and derivatives when asked) and outputs.
+    """
+
+    objective: float
+    risk: float
+    cache: ForwardCache
+
+
+class Problem:
+    """What is minimised: ``Σ_k s_k ℓ(Φ(x_k; θ), y_k) + τ Σ_i ḡ(θ_i)``.
+
+    It owns the objective, the gradient's pieces and the dtype policy (θ and
+    the data share X's dtype, float32 or float64); the solver only sees
+    :class:`Batch`, :class:`Evaluation` and :class:`Linearization` objects.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+        The network.
+    loss : object
+        A loss of ``sklearn_ggn._losses`` (risk, residual and curvature factor).
+    regularizer : object
+        A regularizer of ``sklearn_ggn._regularizers`` (with its μ).
+    tau : float
+        Regularization strength τ.
+    X : ndarray of shape (n_samples, n_features)
+        Training inputs.
+    Y : ndarray of shape (n_samples, K)
+        Training targets (one-hot for softmax classifiers).
+    sample_weight : ndarray of shape (n_samples,)
+        Non-negative weights.
+    regularized : bool, default=True
+        False for the paper's gradient-descent baseline, which minimises the
+        risk alone (SPEC section 7).
+    """
+
+    def __init__(self, network, loss, regularizer, tau, X, Y, sample_weight,
+                 regularized=True):
+        self.network = network
+        self.loss = loss
+        self.regularizer = regularizer
+        self.tau = float(tau)
+        self.Xa = network.augment(X)
+        self.Y = Y
+        self.sample_weight = sample_weight
+        self.regularized = regularized
+        self.M_g = regularizer.self_concordance_constant(network.n_params)
+        self._last_reg = (None, None)
+
+    @property
+    def n_samples(self):
+        """Number of training rows."""
+        return self.Xa.shape[0]
+
+    @property
+    def dtype(self):
+        """Working precision of θ and the data."""
+        return self.Xa.dtype
+
+    def batch(self, idx=None):
+        """The :class:`Batch` of rows ``idx`` (all rows when None), or None
+        when their weights sum to zero."""
+        if idx is None:
+            w = self.sample_weight
+            w_sum = w.sum()
+            return Batch(self.Xa, self.Y, w / w_sum, float(w_sum))
+        w = self.sample_weight[idx]
+        w_sum = float(w.sum())
+        if w_sum <= 0:
+            return None
+        return Batch(self.Xa[idx], self.Y[idx], w / w_sum, w_sum)
+
+    def regularization(self, theta):
+        """``g(θ) = τ Σ ḡ(θ_i)``."""
+        # θ accepted by a line search is the very array whose g was computed
+        # in its trial: reuse it at the next step (one pass over p saved).
+        if theta is self._last_reg[0]:
+            return self._last_reg[1]
+        value = self.tau * self.regularizer.value_sum(theta)
+        self._last_reg = (theta, value)
+        return value
+
+    def evaluate(self, theta, batch, with_deriv=True):
+        """The :class:`Evaluation` of θ on ``batch``."""
+        cache = self.network.forward(theta, batch.Xa, with_deriv)
+        risk = self.loss.risk(cache.outputs, batch.Y, batch.s)
+        if not self.regularized:
+            return Evaluation(risk, risk, cache)
+        return Evaluation(risk + self.regularization(theta), risk, cache)
+
+    def risk_gradient(self, theta, batch, evaluation):
+        """``∇R = Jᵀ e`` on ``batch`` (what gradient descent follows)."""
+        residual, _ = self.loss.residual_and_factor(evaluation.cache.outputs,
+                                                    batch.Y, batch.s)
+        return self.network.gradient(theta, evaluation.cache, residual)
+
+    def linearize(self, theta, batch, evaluation, curvature_scale, dtype=None):
+        """The Gauss-Newton model at θ with ``H = curvature_scale · ḡ''(θ)``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (p,)
+        batch : Batch
+        evaluation : Evaluation
+            ``evaluate(theta, batch)`` with derivatives.
+        curvature_scale : float
+            ``λ_H`` (SPEC section 4).
+        dtype : dtype, default=None
+            Precision of the linearization; None is θ's. A float32 problem
+            asks float64 for the primal form, whose cost is its p × p
+            factorization.
+
+        Returns
+        -------
+        linearization : Linearization
+        eta : float
+            ``η = sqrt(∇gᵀ D ∇g)`` for the step-size rule.
+        """
+        cache, Y, s = evaluation.cache, batch.Y, batch.s
+        if dtype is not None and np.dtype(dtype) != theta.dtype:
+            theta = theta.astype(dtype)
+            cache = promote_cache(cache, dtype)
+            Y = Y.astype(dtype, copy=False)
+            s = s.astype(dtype, copy=False)
+        residual, factor = self.loss.residual_and_factor(
+            cache.outputs, Y, s.astype(cache.outputs.dtype, copy=False))
+        reg_grad, D, eta = self.regularizer.step_quantities(theta, self.tau,
+                                                            curvature_scale)
+        return Linearization(self.network, theta, cache, residual, factor, reg_grad,
+                             D), eta

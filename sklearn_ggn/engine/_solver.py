@@ -1,0 +1,351 @@
+"""The training loop, once: GGN-SCORE (SPEC sections 4 and 6) and the
+paper's gradient-descent baseline (section 7)."""
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._linearization import StepFailure
+
+# An objective this many times the initial one counts as divergence.
+DIVERGENCE_FACTOR = 1e4
+
+
+def choose_linear_solver(network, batch_size, linear_solver="auto"):
+    """Resolve ``"auto"`` by the cost model of ``TwoLayerNetwork.step_costs``.
+
+    The primal form is taken only when it needs fewer flops *and* its p × p
+    matrices fit in 2 GiB; otherwise the dual.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+    batch_size : int
+        Rows per step.
+    linear_solver : {"auto", "dual", "primal"}, default="auto"
+
+    Returns
+    -------
+    form : {"dual", "primal"}
+    """
+    if linear_solver != "auto":
+        return linear_solver
+    costs = network.step_costs(batch_size)
+    primal_flops, primal_bytes = costs["primal"]
+    dual_flops, _ = costs["dual"]
+    if primal_flops < dual_flops and primal_bytes <= 2 * 2**30:
+        return "primal"
+    return "dual"
+
+
+@dataclass
+class SolverState:
+    """What a solver carries from one ``solve`` to the next (warm starts and
+    ``partial_fit``).
+
+    Attributes
+    ----------
+    initial_objective : float or None
+        The first objective of the sequence; divergence is judged against it.
+    best_objective : float
+        Smallest objective recorded so far (the stopping rule's reference).
+    n_iter : int
+        Iterations (full batch) or epochs run so far.
+    n_steps : int
+        Steps taken so far.
+    """
+
+    initial_objective: float = None
+    best_objective: float = np.inf
+    n_iter: int = 0
+    n_steps: int = 0
+
+
+@dataclass
+class SolverResult:
+    """The outcome of :meth:`Solver.solve`.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (p,)
+        Final parameters (the last finite ones when the fit diverged).
+    history : list of dict
+        One record per iteration/epoch: ``"objective"``, ``"risk"``,
+        ``"step_size"``, ``"damping"`` (GGN only), ``"time"`` and whatever the
+        callback added.
+    status : str
+        ``"max_iter"``, ``"converged"`` (the stopping rule), ``"stopped"``
+        (the callback asked), ``"no_decrease"`` (a full-batch line search
+        found no decrease) or ``"diverged"``.
+    reason : str
+        A sentence saying why the loop ended.
+    linear_solver : str or None
+        The form every step of this solve used (None for gradient descent).
+    state : SolverState
+        To pass to the next ``solve`` of a warm-started sequence.
+    """
+
+    theta: np.ndarray
+    history: list
+    status: str
+    reason: str
+    linear_solver: str
+    state: SolverState = field(default_factory=SolverState)
+
+
+@dataclass
+class _Step:
+    theta: np.ndarray
+    before: object  # Evaluation at the old θ
+    after: object  # Evaluation at the new θ when the step computed it
+    alpha: float
+    damping: float = np.nan
+
+
+class Solver:
+    """The loop shared by GGN-SCORE and gradient descent.
+
+    Parameters
+    ----------
+    batching : Batching
+        Rows per step and shuffling.
+    max_iter : int
+        Iterations (full batch) or epochs (mini-batch) of one ``solve``.
+    stopping : NoImprovement or None
+        Rule on the objective; None leaves stopping to ``max_iter`` and the
+        callback (early stopping on validation data, ``partial_fit``).
+    """
+
+    form = None
+
+    def __init__(self, batching, max_iter, stopping=None):
+        self.batching = batching
+        self.max_iter = max_iter
+        self.stopping = stopping
+
+    def solve(self, problem, theta0, rng, callback=None, state=None, time_offset=0.0):
+        """Minimise ``problem`` from ``theta0``.
+
+        Parameters
+        ----------
+        problem : Problem
+        theta0 : ndarray of shape (p,)
+            Not modified.
+        rng : numpy.random.RandomState
+            Shuffles the epochs.
+        callback : callable, default=None
+            ``callback(record, theta) -> bool`` after every iteration/epoch;
+            it may add entries to ``record``, and True stops the loop. Its
+            time is not counted in ``record["time"]``.
+        state : SolverState, default=None
+            From the previous ``solve`` of a warm-started sequence.
+        time_offset : float, default=0.0
+            Added to the recorded times (training time of earlier solves).
+
+        Returns
+        -------
+        result : SolverResult
+        """
+        state = SolverState() if state is None else state
+        theta = theta0
+        full_batch = self.batching.full_batch(problem.n_samples)
+        self.prepare(problem)
+        history = []
+        status, reason = "max_iter", f"maximum iterations ({self.max_iter}) reached"
+        start = time.perf_counter()
+        excluded = 0.0  # time spent in the callback
+        current = None  # evaluation at θ, carried between full-batch steps
+        for _ in range(self.max_iter):
+            try:
+                if full_batch:
+                    theta, record, current = self._full_batch_iteration(
+                        problem, theta, current, state)
+                else:
+                    theta, record = self._epoch(problem, theta, rng, state)
+            except StepFailure as exc:
+                status, reason = "diverged", str(exc)
+                break
+            state.n_iter += 1
+            previous_best = state.best_objective
+            state.best_objective = min(previous_best, record["objective"])
+            now = time.perf_counter()
+            record["time"] = time_offset + now - start - excluded
+            stop = bool(callback(record, theta)) if callback is not None else False
+            excluded += time.perf_counter() - now
+            history.append(record)
+            if full_batch and record["step_size"] == 0.0 and self.stalls_at_zero_step:
+                # No decrease along the Gauss-Newton direction: θ cannot move,
+                # and every further iteration would repeat the same step.
+                status, reason = "no_decrease", ("the line search found no decrease "
+                                                 "along the Gauss-Newton direction")
+                break
+            if stop:
+                status, reason = "stopped", "the callback asked to stop"
+                break
+            if self.stopping is not None and self.stopping(record["objective"],
+                                                           previous_best):
+                status = "converged"
+                reason = (f"the objective did not improve by more than "
+                          f"tol={self.stopping.tol} for "
+                          f"{self.stopping.n_iter_no_change} consecutive iterations")
+                break
+        return SolverResult(theta, history, status, reason, self.form, state)
+
+    # ---------------------------------------------------------- the loop
+    def _check(self, objective, theta, state):
+        """Raise :class:`StepFailure` when the fit diverges."""
+        if not np.isfinite(objective) or not np.all(np.isfinite(theta)):
+            raise StepFailure("non-finite objective or parameters")
+        if state.initial_objective is None:
+            state.initial_objective = objective
+        elif objective > DIVERGENCE_FACTOR * max(1.0, state.initial_objective):
+            raise StepFailure(f"objective grew to {objective:.3g}")
+
+    def _full_batch_iteration(self, problem, theta, current, state):
+        batch = problem.batch()
+        if current is None:
+            current = problem.evaluate(theta, batch)
+        self._check(current.objective, theta, state)
+        step = self.step(problem, theta, batch, current)
+        after = step.after
+        if after is None:
+            after = problem.evaluate(step.theta, batch)
+        self._check(after.objective, step.theta, state)
+        state.n_steps += 1
+        record = {"objective": after.objective, "risk": after.risk,
+                  "step_size": step.alpha}
+        self._add_damping(record, step.damping)
+        return step.theta, record, after
+
+    def _epoch(self, problem, theta, rng, state):
+        """One pass in mini-batches. The record holds the epoch means
+        (weighted by batch weight) of the batch objectives and risks before
+        each step, and of the step sizes. A :class:`StepFailure` leaves the
+        caller's θ, the parameters that completed the last epoch (batches of
+        this epoch may already have moved θ far off: the divergence test only
+        sees batch objectives)."""
+        keys = ("objective", "risk", "step_size", "damping")
+        sums = dict.fromkeys(keys, 0.0)
+        weight_total = 0.0
+        last = None
+        for idx in self.batching.epoch(problem.n_samples, rng):
+                batch = problem.batch(idx)
+                if batch is None:
+                    continue
+                current = problem.evaluate(theta, batch)
+                self._check(current.objective, theta, state)
+                step = self.step(problem, theta, batch, current)
+                if not np.all(np.isfinite(step.theta)):
+                    raise StepFailure("non-finite parameters")
+                theta = step.theta
+                last = batch
+                for key, value in zip(keys, (current.objective, current.risk,
+                                             step.alpha, step.damping)):
+                    sums[key] += value * batch.weight
+                weight_total += batch.weight
+                state.n_steps += 1
+        # The last step of the epoch is checked on its own batch.
+        if last is not None:
+            self._check(problem.evaluate(theta, last, False).objective, theta, state)
+        record = {k: sums[k] / weight_total for k in keys[:3]}
+        self._add_damping(record, sums["damping"] / weight_total)
+        return theta, record
+
+    @staticmethod
+    def _add_damping(record, damping):
+        if not np.isnan(damping):
+            record["damping"] = damping
+
+    # ---------------------------------------------------------- the step
+    stalls_at_zero_step = False
+
+    def prepare(self, problem):
+        """Set-up before the first step of a ``solve``."""
+
+    def step(self, problem, theta, batch, current):
+        """One step from θ on ``batch`` (``current`` is its evaluation)."""
+        raise NotImplementedError
+
+
+class GGNScoreSolver(Solver):
+    """GGN-SCORE: ``θ ← θ − α d`` with ``(J̃ᵀJ̃ + H) d = Jᵀe + ∇g``.
+
+    Parameters
+    ----------
+    damping : FixedDamping
+        Gives ``λ_H`` of ``H = λ_H ḡ''(θ)`` for each step.
+    step_size : AdaptiveStepSize
+        ``α = min(1, ᾱ / (1 + M_g η))``.
+    line_search : ArmijoLineSearch or None
+        Backtracking from that α on the batch objective.
+    linear_solver : {"auto", "dual", "primal"}
+        Form of the linear system; ``"auto"`` is resolved once per ``solve``
+        for the batch size (:func:`choose_linear_solver`).
+    batching, max_iter, stopping
+        See :class:`Solver`.
+    """
+
+    def __init__(self, damping, step_size, line_search, linear_solver, batching,
+                 max_iter, stopping=None):
+        super().__init__(batching, max_iter, stopping)
+        self.damping = damping
+        self.step_size = step_size
+        self.line_search = line_search
+        self.linear_solver = linear_solver
+
+    @property
+    def stalls_at_zero_step(self):
+        return self.line_search is not None
+
+    def prepare(self, problem):
+        self.form = choose_linear_solver(
+            problem.network, min(self.batching.batch_size, problem.n_samples),
+            self.linear_solver)
+
+    def step(self, problem, theta, batch, current):
+        damping = self.damping.curvature_scale()
+        # float32 fits: the dual step runs in float32 (with mixed-precision
+        # refinement when its error estimate asks, see Linearization); the
+        # primal form's cost is its p × p factorization, so it is simply
+        # linearized in float64.
+        work = (np.float64 if theta.dtype != np.float64 and self.form == "primal"
+                else None)
+        lin, eta = problem.linearize(theta, batch, current, damping, work)
+        direction = lin.direction(self.form).astype(theta.dtype, copy=False)
+        grad = lin.gradient.astype(theta.dtype, copy=False)
+        alpha = self.step_size(problem.M_g, eta)
+        if self.line_search is None:
+            return _Step(theta - alpha * direction, current, None, alpha, damping)
+        trials = {}
+
+        def trial_objective(candidate):
+            trials["last"] = problem.evaluate(candidate, batch)
+            return trials["last"].objective
+
+        alpha, _, new = self.line_search(trial_objective, theta, direction, grad,
+                                         alpha, current.objective)
+        if alpha == 0.0:  # no decrease found along d: stay put
+            return _Step(theta, current, current, 0.0, damping)
+        return _Step(new, current, trials["last"], alpha, damping)
+
+
+class GradientDescentSolver(Solver):
+    """The paper's baseline: ``θ ← θ − lr ∇R(θ)`` on the unregularized risk.
+
+    Parameters
+    ----------
+    learning_rate : float
+        The step ``lr``.
+    batching, max_iter, stopping
+        See :class:`Solver`.
+    """
+
+    def __init__(self, learning_rate, batching, max_iter, stopping=None):
+        super().__init__(batching, max_iter, stopping)
+        self.learning_rate = float(learning_rate)
+
+    def step(self, problem, theta, batch, current):
+        direction = problem.risk_gradient(theta, batch, current)
+        return _Step(theta - self.learning_rate * direction, current, None,
+                     self.learning_rate)
