@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
-from sklearn.utils import check_random_state
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
@@ -284,6 +284,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             )
             validation = (X[idx_val], Y[idx_val], sample_weight[idx_val])
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
+            y = _safe_indexing(y, idx_train)
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
@@ -295,14 +296,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
         records = _Records(self, reuse)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
-                           records, theta0)
+                           records, theta0, solver.max_iter, (X, y, sample_weight))
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         result = solver.solve(problem, theta0, rng, monitor, state,
                               time_offset=records.elapsed)
-        monitor.close(result)
-
         theta = monitor.best_theta if early_stopping else result.theta
+        monitor.close(result, theta)
         fitted.update({name + "_": value
                        for name, value in self._weights(network, theta).items()})
         fitted.update(records.attributes(result))
@@ -373,7 +373,7 @@ class _Monitor:
     lines and scikit-learn's callbacks, once per iteration/epoch."""
 
     def __init__(self, estimator, network, loss, validation, early_stopping,
-                 records, theta0):
+                 records, theta0, max_iter, training):
         self.estimator = estimator
         self.network = network
         self.loss = loss
@@ -391,8 +391,13 @@ class _Monitor:
                 records.history.setdefault(key, [])
         self.context = None
         if hasattr(estimator, "_init_callback_context"):
-            self.context = estimator._init_callback_context(max_subtasks=None)
-            self.context.call_on_fit_task_begin(estimator=estimator)
+            X, y, sample_weight = training
+            self.task = {"X": X, "y": y, "metadata": {"sample_weight": sample_weight}}
+            # One more subtask than iterations: as in scikit-learn's lbfgs
+            # bridge, the epoch begun after the last one is closed empty.
+            self.context = estimator._init_callback_context(
+                max_subtasks=max_iter + 1)
+            self.context.call_on_fit_task_begin(estimator=estimator, **self.task)
             self._begin_epoch(theta0)
 
     def _reconstruction(self, theta):
@@ -402,7 +407,7 @@ class _Monitor:
     def _begin_epoch(self, theta):
         self.epoch_context = self.context.subcontext(task_name="epoch")
         self.epoch_context.call_on_fit_task_begin(
-            estimator=self.estimator,
+            estimator=self.estimator, **self.task,
             reconstruction_attributes=self._reconstruction(theta))
 
     def __call__(self, record, theta):
@@ -421,7 +426,7 @@ class _Monitor:
             stop = self._early_stopping(record["validation_score"], theta)
         if self.context is not None:
             stop |= self.epoch_context.call_on_fit_task_end(
-                estimator=self.estimator,
+                estimator=self.estimator, **self.task,
                 reconstruction_attributes=self._reconstruction(theta))
             self._begin_epoch(theta)
         return stop
@@ -449,13 +454,13 @@ class _Monitor:
         parts.append(f"time = {record['time']:.3f}s")
         print(", ".join(parts))
 
-    def close(self, result):
+    def close(self, result, theta):
         if self.context is not None:
             # The epoch begun after the last one never ran: end it empty.
             self.epoch_context.call_on_fit_task_end(estimator=self.estimator)
             self.context.call_on_fit_task_end(
-                estimator=self.estimator,
-                reconstruction_attributes=self._reconstruction(result.theta))
+                estimator=self.estimator, **self.task,
+                reconstruction_attributes=self._reconstruction(theta))
         if self.estimator.verbose and result.status != "max_iter":
             if result.status == "stopped" and self.early_stopping:
                 tol, n = self.estimator.tol, self.estimator.n_iter_no_change

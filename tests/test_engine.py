@@ -1,0 +1,300 @@
+"""The engine's units on their own: no estimator involved unless stated."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from naive import DenseNetwork
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn._losses import SquaredError
+from sklearn_ggn._network import ForwardCache, TwoLayerNetwork
+from sklearn_ggn._regularizers import REGULARIZERS
+from sklearn_ggn.engine import (
+    AdaptiveStepSize,
+    ArmijoLineSearch,
+    Batching,
+    FixedDamping,
+    GGNScoreSolver,
+    GradientDescentSolver,
+    NoImprovement,
+    Problem,
+    SolverState,
+    choose_linear_solver,
+    resolve_damping,
+)
+
+
+# ------------------------------------------------- a quadratic problem
+class LinearModel:
+    """Φ(x) = x·θ: the network interface of the engine for a linear model,
+    so that squared error + ℓ2 is a quadratic with a closed-form minimizer."""
+
+    def __init__(self, d):
+        self.n_params = d
+
+    def augment(self, X):
+        return np.ascontiguousarray(X)
+
+    def step_costs(self, batch_size):
+        return {"dual": (1.0, 1.0), "primal": (2.0, 1.0)}
+
+    def forward(self, theta, Xa, with_deriv=True):
+        return ForwardCache(Xa, None, None, (Xa @ theta)[:, None])
+
+    def gradient(self, theta, cache, residual):
+        return cache.Xa.T @ residual[:, 0]
+
+    def sensitivities(self, theta, cache, factor):
+        return factor[:, 0, 0]
+
+    def jvp(self, theta, cache, W, factor, v):
+        return (W * (cache.Xa @ v))[:, None]
+
+    def vjp(self, theta, cache, W, factor, y):
+        return cache.Xa.T @ (W * y[:, 0])
+
+    def gram(self, theta, cache, W, factor, D):
+        Jt = W[:, None] * cache.Xa
+        return (Jt * D) @ Jt.T
+
+    def gauss_newton_matrix(self, theta, cache, W, factor):
+        Jt = W[:, None] * cache.Xa
+        return Jt.T @ Jt
+
+
+def quadratic(n=50, d=4, tau=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = X @ rng.standard_normal(d) + 0.1 * rng.standard_normal(n)
+    w = rng.uniform(0.5, 2.0, n)
+    problem = Problem(LinearModel(d), SquaredError(), REGULARIZERS["l2"](1.0), tau,
+                      X, y[:, None], w)
+    s = w / w.sum()
+    # ½ Σ s_k (x_k·θ − y_k)² + τ/2 ‖θ‖²  →  (Xᵀ S X + τ I) θ = Xᵀ S y
+    minimizer = np.linalg.solve(X.T @ (s[:, None] * X) + tau * np.eye(d),
+                                X.T @ (s * y))
+    return problem, minimizer
+
+
+@pytest.mark.parametrize("linear_solver", ["dual", "primal"])
+def test_solver_minimizes_a_quadratic_without_an_estimator(linear_solver):
+    """With H = ∇²g the GGN step on a quadratic is Newton's: one step with
+    α = 1 lands on the minimizer, and the loop then stops for no improvement."""
+    problem, minimizer = quadratic()
+    solver = GGNScoreSolver(FixedDamping(problem.tau), AdaptiveStepSize(1.0),
+                            ArmijoLineSearch(), linear_solver,
+                            Batching(problem.n_samples, shuffle=False), max_iter=50,
+                            stopping=NoImprovement(1e-12, 2))
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    np.testing.assert_allclose(result.theta, minimizer, rtol=1e-10)
+    assert result.history[0]["step_size"] == 1.0
+    assert result.status == "converged" and result.state.n_iter == 4
+    assert result.linear_solver == linear_solver
+    objectives = [r["objective"] for r in result.history]
+    assert objectives[1] == pytest.approx(objectives[0], rel=1e-14)
+
+
+def test_mini_batch_gradient_descent_converges_on_a_quadratic():
+    problem, minimizer = quadratic(tau=0.0)
+    problem.regularized = False
+    solver = GradientDescentSolver(0.2, Batching(10, shuffle=True), max_iter=400)
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    assert result.state.n_steps == 400 * 5
+    # constant-step SGD hovers near the least-squares solution
+    np.testing.assert_allclose(result.theta, minimizer, atol=0.05)
+
+
+def test_state_carries_over_between_solves():
+    problem, minimizer = quadratic()
+    solver = GGNScoreSolver(FixedDamping(problem.tau), AdaptiveStepSize(0.5), None,
+                            "dual", Batching(problem.n_samples, False), max_iter=3)
+    first = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    start = problem.evaluate(np.zeros(4), problem.batch()).objective
+    assert first.state.initial_objective == start
+    second = solver.solve(problem, first.theta, np.random.RandomState(0),
+                          state=first.state)
+    assert second.state.n_iter == 6 and second.state.n_steps == 6
+    assert second.state.initial_objective == start  # kept, not re-measured
+    # α = ½ without line search: the error halves every step
+    err = np.linalg.norm(second.theta - minimizer) / np.linalg.norm(minimizer)
+    assert err == pytest.approx(0.5 ** 6, rel=1e-6)
+
+
+def test_callback_sees_every_iteration_and_can_stop():
+    problem, _ = quadratic()
+    seen = []
+
+    def callback(record, theta):
+        seen.append((dict(record), theta.copy()))
+        record["extra"] = len(seen)
+        return len(seen) == 2
+
+    solver = GGNScoreSolver(FixedDamping(1.0), AdaptiveStepSize(0.5), None, "dual",
+                            Batching(7, True), max_iter=10)
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0), callback)
+    assert result.status == "stopped" and len(result.history) == 2
+    assert [r["extra"] for r in result.history] == [1, 2]
+    np.testing.assert_array_equal(seen[-1][1], result.theta)
+    assert set(seen[0][0]) == {"objective", "risk", "step_size", "damping", "time"}
+
+
+def test_divergence_keeps_the_last_finite_parameters():
+    problem, _ = quadratic()
+    # GD with a huge learning rate: the iterates blow up
+    solver = GradientDescentSolver(1e3, Batching(problem.n_samples, False),
+                                   max_iter=50)
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    assert result.status == "diverged"
+    assert "grew" in result.reason or "non-finite" in result.reason
+    assert np.all(np.isfinite(result.theta))
+    assert len(result.history) == result.state.n_iter < 50
+
+
+# ------------------------------------------------- strategies
+def test_armijo_halves_until_sufficient_decrease():
+    def f(t):
+        return float(t[0] ** 2)
+
+    theta = np.array([1.0])
+    grad = np.array([2.0])
+    # d = 4·grad overshoots: α = 1, ½ and ¼ (f back at 1) fail, ⅛ is the
+    # exact minimizer
+    alpha, value, new = ArmijoLineSearch()(f, theta, 4 * grad, grad, 1.0, f(theta))
+    assert alpha == 0.125 and new[0] == 0.0 and value == 0.0
+    # an ascent direction is never accepted: α = 0 and θ stays
+    alpha, value, new = ArmijoLineSearch(max_trials=5)(f, theta, -grad, grad, 1.0,
+                                                       f(theta))
+    assert alpha == 0.0 and value == 1.0 and new is theta
+
+
+def test_armijo_rejects_non_finite_trials():
+    calls = []
+
+    def f(t):
+        calls.append(t[0])
+        return np.inf if t[0] < 0.4 else float(t[0] ** 2)
+
+    alpha, _, new = ArmijoLineSearch()(f, np.array([1.0]), np.array([1.0]),
+                                       np.array([2.0]), 1.0, 1.0)
+    assert alpha == 0.5 and new[0] == 0.5 and len(calls) == 2
+
+
+def test_step_size_rule_and_damping_resolution():
+    assert AdaptiveStepSize(0.95)(0.0, 10.0) == 0.95
+    assert AdaptiveStepSize(0.95)(2.0, 0.5) == pytest.approx(0.475)
+    assert resolve_damping("auto", 1e-4, full_batch=True).curvature_scale() == 1e-4
+    assert resolve_damping("auto", 1e-4, full_batch=False).curvature_scale() == 1.0
+    assert resolve_damping("auto", 0.0, full_batch=True).curvature_scale() == 1.0
+    assert resolve_damping(3.0, 1e-4, full_batch=True).curvature_scale() == 3.0
+    with pytest.raises(ValueError, match="tau=0"):
+        resolve_damping("tau", 0.0, full_batch=True)
+
+
+def test_batching_partitions_every_epoch():
+    rng = np.random.RandomState(0)
+    batches = Batching(4, shuffle=True).epoch(10, rng)
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert sorted(np.concatenate(batches)) == list(range(10))
+    ordered = Batching(4, shuffle=False).epoch(10, rng)
+    np.testing.assert_array_equal(np.concatenate(ordered), np.arange(10))
+    assert Batching(10, False).full_batch(10) and not Batching(9, False).full_batch(10)
+
+
+def test_no_improvement_counts_consecutive_stalls():
+    rule = NoImprovement(tol=0.1, n_iter_no_change=2)
+    assert [rule(v, best) for v, best in [(1.0, np.inf), (0.95, 1.0), (0.9, 0.95),
+                                          (0.5, 0.9), (0.45, 0.5), (0.44, 0.45),
+                                          (0.43, 0.44)]] == [
+        False, False, False, False, False, False, True]
+
+
+def test_choose_linear_solver_by_cost_and_memory():
+    small_net = TwoLayerNetwork(3, 4, 1, 0.5, "tanh", True)
+    big_net = TwoLayerNetwork(20, 500, 1, 0.05, "tanh", True)
+    assert choose_linear_solver(small_net, 5000) == "primal"  # p = 21 ≪ b
+    assert choose_linear_solver(big_net, 100) == "dual"  # b ≪ p
+    assert choose_linear_solver(big_net, 100, "primal") == "primal"
+    # primal would be cheaper in flops but its p × p matrices exceed 2 GiB
+    wide = TwoLayerNetwork(200, 100, 1, 0.1, "tanh", True)  # p ≈ 20 000
+    assert wide.step_costs(10**6)["primal"][0] < wide.step_costs(10**6)["dual"][0]
+    assert choose_linear_solver(wide, 10**6) == "dual"
+
+
+@pytest.mark.parametrize("scaling, kappa", [("mean_field", 1 / 8), (0.3, 0.3),
+                                            ("ntk", 8 ** -0.5)])
+def test_output_scaling_reaches_the_network(scaling, kappa):
+    """κ of mean_field and float scalings, checked against the dense network."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3))
+    reg = GGNScoreRegressor(n_hidden=8, scaling=scaling, max_iter=2, random_state=0)
+    with pytest.warns(Warning, match="Maximum iterations"):  # 2 steps are enough
+        reg.fit(X, X[:, 0])
+    dense = DenseNetwork(reg.hidden_weights_, reg.output_weights_,
+                         reg.hidden_intercept_, reg.output_intercept_, kappa, "silu")
+    np.testing.assert_allclose(reg.predict(X), dense.forward(X)[:, 0], rtol=1e-10)
+
+
+# ------------------------------------------------- scikit-learn callbacks
+callback = pytest.importorskip("sklearn.callback")
+
+
+def test_scoring_monitor_records_a_score_per_epoch():
+    X, y = load_iris(return_X_y=True)
+    clf = GGNScoreClassifier(n_hidden=16, max_iter=4, tol=0, batch_size=32,
+                             random_state=0)
+    monitor = callback.ScoringMonitor(scoring="accuracy")
+    with pytest.warns(Warning, match="Maximum iterations"):
+        clf.set_callbacks(monitor).fit(X, y)
+    rows = [r for r in monitor.get_logs().data if r["task_name"] == "epoch"]
+    assert len(rows) == clf.n_iter_ == 4
+    assert all(0 <= r["accuracy"] <= 1 for r in rows)
+    # the last epoch's score is the fitted model's
+    assert rows[-1]["accuracy"] == pytest.approx(clf.score(X, y))
+
+
+def test_callbacks_through_pipeline_and_grid_search():
+    X, y = load_iris(return_X_y=True)
+    monitor = callback.ScoringMonitor(scoring="accuracy")
+    est = GGNScoreClassifier(n_hidden=8, max_iter=3, tol=0, random_state=0)
+    search = GridSearchCV(make_pipeline(StandardScaler(), est.set_callbacks(monitor)),
+                          {"ggnscoreclassifier__tau": [1e-4, 1e-2]}, cv=2)
+    with pytest.warns(Warning, match="Maximum iterations"):
+        search.fit(X, y)
+    epochs = [r for run in monitor.get_logs("all") for r in run.data
+              if r["task_name"] == "epoch"]
+    # 2 candidates × 2 folds + the refit, 3 epochs each
+    assert len(epochs) == 5 * 3
+
+
+def test_progress_bar_through_grid_search(capsys):
+    pytest.importorskip("rich")
+    X, y = load_iris(return_X_y=True)
+    search = GridSearchCV(
+        make_pipeline(StandardScaler(),
+                      GGNScoreClassifier(n_hidden=8, max_iter=2, tol=0,
+                                         random_state=0)),
+        {"ggnscoreclassifier__tau": [1e-4, 1e-2]}, cv=2)
+    search.set_callbacks(callback.ProgressBar(max_propagation_depth=None))
+    with pytest.warns(Warning, match="Maximum iterations"):
+        search.fit(X, y)
+    assert "GGNScoreClassifier - fit" in capsys.readouterr().out
+
+
+def test_failed_fit_still_tears_callbacks_down():
+    X, y = load_iris(return_X_y=True)
+    monitor = callback.ScoringMonitor(scoring="accuracy")
+    clf = GGNScoreClassifier(n_hidden=8, max_iter=2).set_callbacks(monitor)
+    with pytest.raises(ValueError):
+        clf.fit(X[:, :2], y[:-1])
+    assert not hasattr(clf, "_callback_fit_ctx")
+    assert not hasattr(clf, "n_features_in_")
+
+
+def test_solver_state_is_picklable():
+    import pickle
+
+    state = SolverState(1.0, 0.5, 3, 30)
+    assert pickle.loads(pickle.dumps(state)) == state
