@@ -13,6 +13,7 @@ estimators are the stable interface): a step can be reproduced, timed or
 varied without an estimator.
 """
 
+from .._network import ForwardCache, TwoLayerNetwork
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
 from ._solver import (
@@ -39,6 +40,7 @@ __all__ = [
     "Batching",
     "Evaluation",
     "FixedDamping",
+    "ForwardCache",
     "GGNScoreSolver",
     "GradientDescentSolver",
     "Linearization",
@@ -48,6 +50,7 @@ __all__ = [
     "SolverResult",
     "SolverState",
     "StepFailure",
+    "TwoLayerNetwork",
     "choose_linear_solver",
     "cholesky",
     "resolve_damping",

@@ -155,6 +155,18 @@ class Linearization:
         return self.network.gauss_newton_matrix(self.theta, self.cache, self.W,
                                                 self.factor)
 
+    # Factorization and triangular solves are methods so that a profiler can
+    # time them on the class (benchmarks/step_cost.py).
+    @staticmethod
+    def factorize(system):
+        """Cholesky factor of the system (see :func:`cholesky`)."""
+        return cholesky(system)
+
+    @staticmethod
+    def triangular_solve(L, rhs):
+        """``(L Lᵀ)⁻¹ rhs`` by forward and back substitution (numba)."""
+        return cholesky_solve_kernel(L, rhs)
+
     def astype(self, dtype):
         """The same linearization with every array in ``dtype``."""
         def cast(a):
@@ -199,7 +211,7 @@ class Linearization:
         if form != "dual":
             system = self.gauss_newton_matrix()
             system.flat[:: system.shape[0] + 1] += 1.0 / self.D
-            return _finite(cholesky_solve_kernel(cholesky(system), r))
+            return _finite(self.triangular_solve(self.factorize(system), r))
 
         system = self.gram()
         contraction = 0.0
@@ -213,7 +225,7 @@ class Linearization:
         if contraction >= MAX_CONTRACTION:
             return self._float64_direction()
         try:
-            L = cholesky(system)
+            L = self.factorize(system)
         except StepFailure:
             if self.theta.dtype == np.float64:
                 raise
@@ -246,7 +258,7 @@ class Linearization:
         b, K = lin.residual.shape
         Dv = lin.D * v
         rhs = lin.jvp(Dv).ravel()
-        y = cholesky_solve_kernel(L, rhs.astype(L.dtype, copy=False))
+        y = self.triangular_solve(L, rhs.astype(L.dtype, copy=False))
         back = lin.vjp(y.reshape(b, K).astype(v.dtype, copy=False))
         back *= lin.D
         return np.subtract(Dv, back, out=back), Dv
