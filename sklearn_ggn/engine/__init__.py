@@ -13,7 +13,9 @@ estimators are the stable interface): a step can be reproduced, timed or
 varied without an estimator.
 """
 
+from .._losses import LOSSES
 from .._network import ForwardCache, TwoLayerNetwork
+from .._regularizers import REGULARIZERS
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
 from ._solver import (
@@ -34,6 +36,8 @@ from ._strategies import (
 )
 
 __all__ = [
+    "LOSSES",
+    "REGULARIZERS",
     "AdaptiveStepSize",
     "ArmijoLineSearch",
     "Batch",
