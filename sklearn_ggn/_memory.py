@@ -1,0 +1,336 @@
+"""Memory of a GGN-SCORE step, checked before it is spent.
+
+A step solves its Gauss-Newton system in one of two forms (SPEC section 4):
+the dual form factorizes a (bK × bK) matrix, the primal form a (p × p) one.
+Either can be far beyond the machine's memory (a full batch of 30 000 rows
+and 10 classes asks 1.3 TiB in the dual form), and NumPy may then be granted
+the memory lazily and the process be killed by the kernel's OOM killer in
+the middle of a fit. :func:`choose_linear_solver` therefore estimates the peak
+bytes of both forms from the problem's sizes alone and raises
+:class:`MemoryError` before anything is allocated when the requested form (or,
+for ``"auto"``, neither form) fits in the available memory.
+
+The estimates follow the allocations of
+:meth:`TwoLayerNetwork.gram <sklearn_ggn._network.TwoLayerNetwork.gram>`,
+:meth:`~sklearn_ggn._network.TwoLayerNetwork.gauss_newton_matrix` and the
+Cholesky factorization of ``_solver``; they are upper bounds of the peak of
+one step, including what both forms share (the forward pass, the
+sensitivities and a few parameter-sized vectors), not of the training data.
+
+The available memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), capped
+by a cgroup memory limit when one is set, else the free physical pages of
+``os.sysconf``; the environment variable ``SKLEARN_GGN_AVAILABLE_MEMORY``
+(bytes, or with a ``K``/``M``/``G``/``T`` suffix, powers of 1024) overrides
+both.
+"""
+
+import os
+
+from ._network import _BLOCK_BYTES, TwoLayerNetwork
+
+FORMS = ("dual", "primal")
+ENV_AVAILABLE_MEMORY = "SKLEARN_GGN_AVAILABLE_MEMORY"
+_GIB = 2.0**30
+_SUFFIXES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+# ------------------------------------------------------------------ estimates
+def _sizes(n_features, n_hidden, n_outputs, fit_intercept):
+    d_aug = n_features + int(bool(fit_intercept))
+    p_u = n_hidden * d_aug
+    n_rest = n_hidden * n_outputs + n_outputs * int(bool(fit_intercept))
+    return d_aug, p_u, n_rest, p_u + n_rest
+
+
+def _shared_bytes(b, d_aug, n, K, p, itemsize):
+    """Forward cache (Xa, ρ, ρ', outputs), residual, factor, sensitivities W
+    and ~8 parameter-sized vectors (θ, ∇g, D, r, d, trial θ, ...)."""
+    return itemsize * (b * d_aug + 2 * b * n + 2 * b * K + b * K * K
+                       + b * K * n + 8 * p)
+
+
+def _dual_bytes(b, d_aug, n, K, itemsize):
+    """Peak of the dual step: the Gram, its temporaries, then Gram + factor."""
+    m = b * K
+    system = float(m) * m * itemsize
+    if K == 1:
+        # Z (b × units·d̂ + n + 1) in blocks of hidden units of ~4 blocks;
+        # with more than one block the partial Gram Z Zᵀ is a second b × b.
+        units = max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
+        units = min(units, n)
+        z = float(b) * (units * d_aug + n + 1) * itemsize
+        partial = system if units < n else 0.0
+        temporaries = z + partial
+    else:
+        # pair products (rows × d̂) and M (rows × n) per block of rows, where
+        # a block holds at least one row k (b pairs); then S (K × b × b) and
+        # the scaled ρ (K × b × n)
+        per_row = float(b) * max(n, d_aug) * itemsize
+        block = max(_BLOCK_BYTES, per_row)
+        temporaries = max(2.0 * block,
+                          float(K) * b * b * itemsize + float(K) * b * n * itemsize)
+    return system + max(temporaries, system)  # the Cholesky factor is a copy
+
+
+def _primal_bytes(b, d_aug, n, K, p_u, n_rest, p):
+    """Peak of the primal step, which always runs in float64: the p × p
+    matrix, the output Jacobian J̃_R and its 4-D temporary, the hidden block
+    UU (p_u²), each chunk's product C·outer (another p_u²) and its chunk
+    temporaries, then the transposed copy of UU, and finally matrix + factor."""
+    s = 8.0
+    gn = s * p * p
+    j_rest = s * b * K * n_rest + s * b * K * K * n
+    uu = s * p_u * p_u
+    ur = s * d_aug * n * n_rest
+    chunk_temps = 3.0 * max(_BLOCK_BYTES, s * max(n * n, n * n_rest, d_aug * d_aug))
+    assembly = gn + j_rest + 2 * uu + ur + chunk_temps
+    transpose = gn + s * b * K * n_rest + 2 * uu + ur
+    return max(assembly, transpose, 2 * gn)
+
+
+def estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
+                          fit_intercept=True, itemsize=8):
+    """Peak bytes of one GGN-SCORE step in each form.
+
+    Parameters
+    ----------
+    n_samples : int
+        Samples in the batch b.
+    n_features, n_hidden, n_outputs : int
+        d, n and K.
+    fit_intercept : bool, default=True
+    itemsize : int, default=8
+        Bytes per float of the fit (4 for float32 data; the primal form is
+        always solved in float64).
+
+    Returns
+    -------
+    dict
+        ``{"dual": bytes, "primal": bytes}`` (floats).
+    """
+    b, n, K = int(n_samples), int(n_hidden), int(n_outputs)
+    d_aug, p_u, n_rest, p = _sizes(n_features, n, K, fit_intercept)
+    shared = _shared_bytes(b, d_aug, n, K, p, itemsize)
+    primal_shared = shared if itemsize == 8 else shared + _shared_bytes(
+        b, d_aug, n, K, p, 8)  # float32 fits promote the primal step's inputs
+    return {"dual": shared + _dual_bytes(b, d_aug, n, K, itemsize),
+            "primal": primal_shared + _primal_bytes(b, d_aug, n, K, p_u, n_rest, p)}
+
+
+def step_flops(n_samples, n_features, n_hidden, n_outputs, fit_intercept=True):
+    """``{"dual": flops, "primal": flops}`` of
+    :meth:`TwoLayerNetwork.step_costs`, the cost model of ``"auto"``."""
+    network = TwoLayerNetwork(int(n_features), int(n_hidden), int(n_outputs), 1.0,
+                              "silu", bool(fit_intercept))
+    costs = network.step_costs(int(n_samples))
+    return {form: costs[form][0] for form in FORMS}
+
+
+# ----------------------------------------------------------- available memory
+def _parse_bytes(text):
+    text = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    factor = 1
+    if text and text[-1] in _SUFFIXES:
+        factor = _SUFFIXES[text[-1]]
+        text = text[:-1]
+    value = float(text) * factor
+    if not value >= 0:
+        raise ValueError
+    return int(value)
+
+
+def _meminfo_available(path="/proc/meminfo"):
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_available():
+    """Room left under a cgroup (v2, then v1) memory limit, or None."""
+    for limit_path, usage_path in (
+            ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+            ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+             "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_path) as f:
+                limit = f.read().strip()
+            if limit == "max":
+                return None
+            with open(usage_path) as f:
+                usage = int(f.read().strip())
+            limit = int(limit)
+        except (OSError, ValueError):
+            continue
+        if limit >= 2**60:  # cgroup v1 "unlimited"
+            return None
+        return max(0, limit - usage)
+    return None
+
+
+def _sysconf_available():
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def available_memory_bytes():
+    """Bytes a fit may allocate, or None when unknown (then nothing is checked).
+
+    ``SKLEARN_GGN_AVAILABLE_MEMORY`` overrides the measurement; otherwise
+    ``MemAvailable`` of ``/proc/meminfo`` (capped by a cgroup limit), else
+    ``os.sysconf`` free pages.
+    """
+    override = os.environ.get(ENV_AVAILABLE_MEMORY)
+    if override:
+        try:
+            return _parse_bytes(override)
+        except ValueError:
+            raise ValueError(
+                f"{ENV_AVAILABLE_MEMORY}={override!r} is not a number of bytes "
+                "(optionally with a K, M, G or T suffix)."
+            ) from None
+    available = _meminfo_available()
+    if available is None:
+        available = _sysconf_available()
+    cgroup = _cgroup_available()
+    if cgroup is not None:
+        available = cgroup if available is None else min(available, cgroup)
+    return available
+
+
+# -------------------------------------------------------------------- choice
+def _largest(fits, hi):
+    """Largest integer v in [1, hi] with fits(v) (monotone), or 0."""
+    if hi < 1 or not fits(1):
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def max_batch_size(forms, n_samples, n_features, n_hidden, n_outputs,
+                   fit_intercept=True, itemsize=8, available_bytes=None):
+    """Largest batch size ≤ n_samples whose step fits in one of ``forms``
+    (0 when not even one sample fits)."""
+    if available_bytes is None:
+        available_bytes = available_memory_bytes()
+
+    def fits(b):
+        est = estimate_solver_bytes(b, n_features, n_hidden, n_outputs,
+                                    fit_intercept, itemsize)
+        return min(est[f] for f in forms) <= available_bytes
+
+    return _largest(fits, int(n_samples))
+
+
+def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
+                         fit_intercept=True, itemsize=8, available_bytes=None):
+    """The form a step on a batch of ``n_samples`` rows is solved in.
+
+    ``"auto"`` takes the form with fewer flops (:func:`step_flops`) among
+    those whose peak memory (:func:`estimate_solver_bytes`) fits in
+    ``available_bytes``; an explicit ``"dual"`` or ``"primal"`` is returned
+    when it fits. Nothing is allocated.
+
+    Parameters
+    ----------
+    requested : {"auto", "dual", "primal"}
+    n_samples : int
+        Batch size b of one step.
+    n_features, n_hidden, n_outputs : int
+    fit_intercept : bool, default=True
+    itemsize : int, default=8
+        4 for float32 fits.
+    available_bytes : int or None, default=None
+        None measures it with :func:`available_memory_bytes`; when that is
+        unknown too, memory is not checked.
+
+    Returns
+    -------
+    str
+        ``"dual"`` or ``"primal"``.
+
+    Raises
+    ------
+    MemoryError
+        When no allowed form fits; the message gives both estimates in GiB,
+        the largest ``batch_size`` that fits (if any) and the largest
+        ``n_hidden`` that fits at this batch size.
+    """
+    if requested not in ("auto",) + FORMS:
+        raise ValueError(f"linear_solver={requested!r} is not one of 'auto', "
+                         "'dual', 'primal'.")
+    if available_bytes is None:
+        available_bytes = available_memory_bytes()
+    allowed = FORMS if requested == "auto" else (requested,)
+    est = estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
+                                fit_intercept, itemsize)
+    if available_bytes is None:
+        fitting = list(allowed)
+    else:
+        fitting = [f for f in allowed if est[f] <= available_bytes]
+    if len(fitting) == 1:
+        return fitting[0]
+    if len(fitting) == 2:
+        flops = step_flops(n_samples, n_features, n_hidden, n_outputs,
+                           fit_intercept)
+        return "primal" if flops["primal"] < flops["dual"] else "dual"
+    raise MemoryError(_advice(requested, allowed, est, n_samples, n_features,
+                              n_hidden, n_outputs, fit_intercept, itemsize,
+                              available_bytes))
+
+
+def check_solver_memory(linear_solver, n_samples, n_features, n_hidden,
+                        n_outputs, fit_intercept=True, itemsize=8,
+                        available_bytes=None):
+    """Raise :class:`MemoryError` unless a step fits; return the form.
+
+    The same as :func:`choose_linear_solver` (the name the training loop
+    calls before a fit allocates anything).
+    """
+    return choose_linear_solver(linear_solver, n_samples, n_features, n_hidden,
+                                n_outputs, fit_intercept, itemsize,
+                                available_bytes)
+
+
+def _advice(requested, allowed, est, n_samples, n_features, n_hidden, n_outputs,
+            fit_intercept, itemsize, available_bytes):
+    sizes = ", ".join(f"the {f} form {est[f] / _GIB:,.1f} GiB" for f in FORMS)
+    what = ("neither form of the Gauss-Newton system fits" if requested == "auto"
+            else f'linear_solver="{requested}" does not fit')
+    ways = []
+    batch = max_batch_size(allowed, n_samples, n_features, n_hidden, n_outputs,
+                           fit_intercept, itemsize, available_bytes)
+    if batch >= 1:
+        ways.append(f"batch_size={batch} (or smaller)")
+    if requested != "auto":
+        other = "primal" if requested == "dual" else "dual"
+        if est[other] <= available_bytes:
+            ways.append(f'linear_solver="{other}" or "auto"')
+
+    def fits_hidden(n):
+        e = estimate_solver_bytes(n_samples, n_features, n, n_outputs,
+                                  fit_intercept, itemsize)
+        return min(e[f] for f in allowed) <= available_bytes
+
+    hidden = _largest(fits_hidden, int(n_hidden) - 1)
+    if hidden >= 1:
+        ways.append(f"n_hidden={hidden} (or fewer) at this batch size")
+    elif batch < 1:
+        ways.append("fewer hidden units together with a smaller batch_size")
+    return (f"A GGN-SCORE step on a batch of {n_samples} samples "
+            f"({n_features} features, n_hidden={n_hidden}, {n_outputs} outputs) "
+            f"needs {sizes}, but only {available_bytes / _GIB:,.1f} GiB are "
+            f"available: {what}. Use {' or '.join(ways)}. "
+            f"({ENV_AVAILABLE_MEMORY} overrides the available memory.)")
