@@ -99,22 +99,22 @@ class CallRecorder:
         self._patches = []
 
     def _timed(self, function, label):
-        recorder = self
+        stack, roots = self._stack, self.roots
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             entry = {"label": label, "children": [], "t": 0.0}
-            if recorder._stack:
-                recorder._stack[-1]["children"].append(entry)
+            if stack:
+                stack[-1]["children"].append(entry)
             else:
-                recorder.roots.append(entry)
-            recorder._stack.append(entry)
+                roots.append(entry)
+            stack.append(entry)
             t0 = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
                 entry["t"] = time.perf_counter() - t0
-                recorder._stack.pop()
+                stack.pop()
 
         return wrapper
 
