@@ -4,6 +4,7 @@ Nothing here asserts speed; it only measures and writes.
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import platform
@@ -371,48 +372,56 @@ def save_figure(fig, name, mode, stamp, suffix=""):
 
 # ------------------------------------------------------------ step problem
 class StepProblem:
-    """The inputs of one full-batch GGN-SCORE step, built exactly as the
-    training loop (``sklearn_ggn._base._TrainingState.step``) builds them:
-    teacher-student data, float64, squared error, pseudo-Huber regularizer,
-    ``damping="auto"`` (H = τ ḡ''(θ) on a full batch), default τ and μ.
+    """The inputs of one full-batch GGN-SCORE step, built through
+    ``sklearn_ggn.engine`` as ``GGNScoreRegressor.fit`` builds them:
+    teacher-student data, float64, squared error, the estimator's default
+    regularizer, activation, scaling (κ = 1/sqrt(n), ``"ntk"``), μ = 1/κ
+    (``mu="auto"``) and τ, ``damping="auto"`` (full batch: curvature scale
+    λ_H = τ, i.e. H = τ ḡ''(θ)).
 
-    ``direction(form)`` calls ``sklearn_ggn._solver.ggn_direction`` — the
-    step without forward pass, step-size rule or line search.
+    ``linearization`` is ``Problem.linearize`` at fixed weights θ (the
+    residual, curvature factor, ∇g and D); ``direction(form)`` calls
+    ``Linearization.direction`` on a fresh copy of it, so every call
+    recomputes the gradient, sensitivities, Gram or GN matrix, Cholesky and
+    solves — the step without forward pass, step-size rule or line search.
+    ``auto_form()`` is ``engine.choose_linear_solver(..., "auto")``, the
+    call the solver makes.
     """
 
     def __init__(self, m, d, n, seed=0, fit_intercept=False, tau=1e-4):
         from sklearn_ggn import GGNScoreRegressor
         from sklearn_ggn.datasets import make_teacher_student
+        from sklearn_ggn.engine import LOSSES, REGULARIZERS, Problem, TwoLayerNetwork
 
         X, y, _, _ = make_teacher_student(n_train=m, n_test=1, n_features=d,
                                           random_state=seed)
         self.m, self.d, self.n = m, d, n
-        est = GGNScoreRegressor(n_hidden=n, fit_intercept=fit_intercept, tau=tau,
-                                batch_size=None, random_state=seed)
-        self.network = net = est._network(d, 1)
+        defaults = GGNScoreRegressor().get_params()
+        if defaults["scaling"] != "ntk" or defaults["mu"] != "auto":
+            raise RuntimeError("StepProblem assumes the defaults scaling='ntk' "
+                               "and mu='auto'; update it")
+        kappa = 1.0 / np.sqrt(n)
+        self.network = net = TwoLayerNetwork(d, n, 1, kappa,
+                                             defaults["activation"], fit_intercept)
         rng = np.random.default_rng(seed)
         U = rng.standard_normal((n, d)) / np.sqrt(d)
         V = rng.standard_normal((n, 1))
         self.theta = net.pack(U, V, np.zeros(n), np.zeros(1))
-        Xa = net.augment(X)
-        self.cache = net.forward(self.theta, Xa)
-        Y = y[:, None]
-        s = np.full(m, 1.0 / m)
-        self.residual, self.factor = est._loss_object().residual_and_factor(
-            self.cache.outputs, Y, s)
-        reg = est._regularizer_object()
-        self.reg_grad, reg_hess = reg.derivatives(self.theta)
-        self.reg_grad *= tau
-        self.D = 1.0 / (tau * reg_hess)
+        self.problem = Problem(net, LOSSES["squared_error"](),
+                               REGULARIZERS[defaults["regularizer"]](1.0 / kappa),
+                               tau, X, y[:, None], np.ones(m))
+        batch = self.problem.batch()
+        evaluation = self.problem.evaluate(self.theta, batch)
+        self.linearization, _ = self.problem.linearize(self.theta, batch,
+                                                       evaluation, tau)
         self.p = net.n_params
 
     def direction(self, form):
-        from sklearn_ggn._solver import ggn_direction
-
-        return ggn_direction(self.network, self.theta, self.cache, self.residual,
-                             self.factor, self.reg_grad.copy(), self.D, form)
+        # A new Linearization from the same fields: its gradient and
+        # sensitivities are not cached from an earlier call.
+        return dataclasses.replace(self.linearization).direction(form)
 
     def auto_form(self):
-        from sklearn_ggn._solver import choose_linear_solver
+        from sklearn_ggn.engine import choose_linear_solver
 
         return choose_linear_solver(self.network, self.m, "auto")

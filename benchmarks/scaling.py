@@ -1,8 +1,9 @@
 """Benchmark 8 — time per step against m and n, dual vs primal, and "auto".
 
-Time of ``sklearn_ggn._solver.ggn_direction`` (the step's linear algebra:
-gradient, Gram or GN matrix, Cholesky, solves; no forward pass or line
-search — identical for both forms) on full-batch teacher-student problems,
+Time of ``Linearization.direction`` (``sklearn_ggn.engine``; the step's
+linear algebra: gradient, sensitivities, Gram or GN matrix, Cholesky,
+solves; no forward pass or line search — identical for both forms; see
+``_common.StepProblem``) on full-batch teacher-student problems,
 float64, ``fit_intercept=False``, default τ and μ, for
 ``form="dual"`` and ``form="primal"``, interleaved at each point; the
 median over repeats (fewer repeats at slow points: each point/form stops
@@ -13,7 +14,8 @@ after ``repeats`` calls or once its calls took ``point_budget`` seconds).
 * against n: m = 1000, d = 20 (p = 21 n), n from 64 to 2048.
 
 A primal point is skipped when its p × p matrix alone would exceed 2 GiB
-(8 p² bytes). At every point the form ``choose_linear_solver(..., "auto")``
+(8 p² bytes). At every point the form
+``sklearn_ggn.engine.choose_linear_solver(..., "auto")``
 picks is recorded (the same call ``fit`` makes) and checked against the
 measured faster form.
 """
@@ -138,7 +140,7 @@ HEADERS = ["m", "n", "p", "dual [s]", "primal [s]", "primal ÷ dual (measured)",
 def _report(raw):
     cfg = raw["config"]
     lines = [
-        "Seconds per `ggn_direction` call (median), teacher-student, d = 20, "
+        "Seconds per `Linearization.direction` call (median), teacher-student, d = 20, "
         "fit_intercept=False, float64, default BLAS threads.",
         "",
         f"## Against m (n = {cfg['n_fixed']})", "", md_table(HEADERS,
@@ -195,7 +197,7 @@ def _plot(raw, mode, stamp):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(var)
-        ax.set_ylabel("seconds per ggn_direction")
+        ax.set_ylabel("seconds per Linearization.direction")
         fixed_val = sweep[0][fixed]
         ax.set_title(f"vs {var} ({fixed} = {fixed_val}, d = {D})")
         ax.legend(fontsize=7)

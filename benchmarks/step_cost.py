@@ -10,9 +10,10 @@ What is timed, round-robin in the same run (medians over repeats):
 * ``floor``: one BLAS rank-k update ``Z @ Z.T`` for a random m × p float64
   ``Z`` (numpy dispatches the product of an array with its own transpose to
   syrk) — the cost of forming the m × m Gram, the dominant term of a dual step.
-* ``direction``: ``sklearn_ggn._solver.ggn_direction(..., "dual")`` — the
-  step's linear algebra (gradient, sensitivities, Gram, Cholesky, two solves
-  with one refinement), no forward pass, no line search.
+* ``direction``: ``Linearization.direction("dual")`` of
+  ``sklearn_ggn.engine`` on a fresh linearization (``_common.StepProblem``) —
+  the step's linear algebra (gradient, sensitivities, Gram, Cholesky, two
+  solves with one refinement), no forward pass, no line search.
 * ``fit, line_search=False``: ``GGNScoreRegressor(batch_size=None,
   warm_start=True, max_iter=1, line_search=False).fit`` from the same fixed
   weights every time (reset before each call, untimed) — one complete step
@@ -32,14 +33,20 @@ MSE on 2000 fresh points and the wall time of each.
 
 The headline ratio is ``fit, line_search=False`` / ``floor`` (target ≤ 1.3);
 the ``direction`` / ``floor`` ratio is reported beside it. The breakdown
-comes from separate, instrumented fits (manual timers wrapped around the
-package's functions, restored afterwards); a cProfile listing of one fit is
-written next to the table. The default BLAS threads are used; the same
+comes from separate, instrumented fits: manual timers wrapped, and restored
+afterwards, around public methods only — ``GGNScoreRegressor.fit`` and the
+public methods of ``sklearn_ggn.engine``'s exported classes (``Problem``,
+``Linearization``, ``TwoLayerNetwork``, ``AdaptiveStepSize``,
+``ArmijoLineSearch``), the profiling seam that module documents. The numba
+kernels inside the Gram are private and not wrapped: the Gram is one row,
+and the cProfile listing of one fit written next to the table splits it
+into its kernels and the syrk. The default BLAS threads are used; the same
 ratios with one BLAS thread (threadpoolctl) are reported too.
 """
 
 import cProfile
 import functools
+import inspect
 import io
 import pstats
 import time
@@ -76,87 +83,139 @@ CONFIG = {
 
 # ----------------------------------------------------------- call recorder
 class CallRecorder:
-    """Wrap functions/methods with timers that record the call tree."""
+    """Wrap public methods of exported classes with timers that record the
+    call tree.
+
+    Only the documented profiling seam is wrapped: ``GGNScoreRegressor.fit``
+    and the public methods of ``sklearn_ggn.engine``'s classes (see that
+    module's docstring). Static methods stay static, properties (the cached
+    ``Linearization.gradient`` and ``.W``) get a timed getter; everything is
+    restored on exit.
+    """
 
     def __init__(self):
         self.roots = []
         self._stack = []
         self._patches = []
 
-    def wrap(self, owner, attr, label):
-        original = owner.__dict__[attr] if isinstance(owner, type) else getattr(
-            owner, attr)
-        recorder = self
+    def _timed(self, function, label):
+        stack, roots = self._stack, self.roots
 
-        @functools.wraps(original)
+        @functools.wraps(function)
         def wrapper(*args, **kwargs):
             entry = {"label": label, "children": [], "t": 0.0}
-            if recorder._stack:
-                recorder._stack[-1]["children"].append(entry)
+            if stack:
+                stack[-1]["children"].append(entry)
             else:
-                recorder.roots.append(entry)
-            recorder._stack.append(entry)
+                roots.append(entry)
+            stack.append(entry)
             t0 = time.perf_counter()
             try:
-                return original(*args, **kwargs)
+                return function(*args, **kwargs)
             finally:
                 entry["t"] = time.perf_counter() - t0
-                recorder._stack.pop()
+                stack.pop()
 
-        setattr(owner, attr, wrapper)
-        self._patches.append((owner, attr, original))
+        return wrapper
+
+    def wrap(self, cls, attr):
+        """Time ``cls.attr`` (a method, static method or property) under the
+        label ``"<class>.<attr>"``."""
+        label = f"{cls.__name__}.{attr}"
+        own = attr in vars(cls)
+        original = inspect.getattr_static(cls, attr)
+        if isinstance(original, staticmethod):
+            replacement = staticmethod(self._timed(original.__func__, label))
+        elif isinstance(original, property):
+            replacement = property(self._timed(original.fget, label),
+                                   original.fset, original.fdel, original.__doc__)
+        else:
+            replacement = self._timed(original, label)
+        setattr(cls, attr, replacement)
+        self._patches.append((cls, attr, original if own else None))
 
     def __enter__(self):
-        import sklearn_ggn._base as base
-        import sklearn_ggn._network as network
-        import sklearn_ggn._solver as solver
-        from sklearn_ggn._estimators import GGNScoreRegressor
-        from sklearn_ggn._losses import SquaredError
-        from sklearn_ggn._regularizers import _GSCRegularizer
+        from sklearn_ggn import GGNScoreRegressor
+        from sklearn_ggn.engine import (
+            AdaptiveStepSize,
+            ArmijoLineSearch,
+            Linearization,
+            Problem,
+            TwoLayerNetwork,
+        )
 
-        self.wrap(GGNScoreRegressor, "fit", "fit")
-        self.wrap(base._TrainingState, "objective", "objective")
-        self.wrap(base, "ggn_direction", "ggn_direction")
-        self.wrap(base, "armijo_backtracking", "line_search")
-        self.wrap(base, "step_size_rule", "step_size_rule")
-        self.wrap(_GSCRegularizer, "step_quantities", "reg_derivatives")
-        self.wrap(SquaredError, "residual_and_factor", "residual")
-        net = network.TwoLayerNetwork
+        self.wrap(GGNScoreRegressor, "fit")
+        for method in ("evaluate", "linearize"):
+            self.wrap(Problem, method)
+        for method in ("direction", "gradient", "W", "gram", "gauss_newton_matrix",
+                       "jvp", "vjp", "factorize", "triangular_solve", "astype"):
+            self.wrap(Linearization, method)
+        self.wrap(AdaptiveStepSize, "__call__")
+        self.wrap(ArmijoLineSearch, "__call__")
         for method in ("forward", "gradient", "sensitivities", "gram", "jvp", "vjp",
                        "gauss_newton_matrix"):
-            self.wrap(net, method, method)
-        for kernel in ("scaled_hidden_jacobian_kernel", "output_gram_kernel",
-                       "hidden_gram_combine_kernel"):
-            self.wrap(network, kernel, kernel)
-        self.wrap(solver, "_cholesky", "cholesky")
-        self.wrap(solver, "cholesky_solve_kernel", "triangular_solves")
+            self.wrap(TwoLayerNetwork, method)
         return self
 
     def __exit__(self, *exc):
-        for owner, attr, original in reversed(self._patches):
-            setattr(owner, attr, original)
+        for cls, attr, original in reversed(self._patches):
+            if original is None:  # was inherited: uncover the base's again
+                delattr(cls, attr)
+            else:
+                setattr(cls, attr, original)
         self._patches = []
         return False
 
 
+FORWARD = "forward passes + risk (objective)"
+STEP_PREP = "residual, regularizer derivatives, step-size rule"
+GRADIENT = "gradient Jᵀe"
+SENSITIVITIES = "sensitivities W"
+GRAM = "Gram (form Z, syrk, output part)"
+PRIMAL = "primal GN matrix"
+CHOLESKY = "Cholesky"
+GLUE = "direction glue (vector ops, checks)"
+LINE_SEARCH = "line search (Armijo trials)"
+OVERHEAD = "fit overhead (validation, set-up, records)"
+
 COMPONENTS = [
-    ("forward passes + risk (objective)", "forward passes (objective at θ and "
-     "at the new point when there is no line search)"),
-    ("residual, regularizer derivatives, step-size rule", ""),
-    ("gradient Jᵀe", "inside the direction"),
-    ("sensitivities W", "inside the direction"),
-    ("Gram: form Z (numba)", "scaled_hidden_jacobian_kernel"),
-    ("Gram: Z Zᵀ syrk + output part + copies", "self time of network.gram"),
-    ("Gram: output block (numba)", "output_gram_kernel"),
-    ("Gram: hidden kernel (numba, K>1)", "hidden_gram_combine_kernel"),
-    ("primal GN matrix", "gauss_newton_matrix"),
-    ("Cholesky", "potrf via numba, with the finiteness check"),
+    (FORWARD, "Problem.evaluate: forward passes and risk (at θ, and at the new "
+     "point when there is no line search)"),
+    (STEP_PREP, "Problem.linearize (loss residual and factor, ∇g, D, η) and "
+     "AdaptiveStepSize"),
+    (GRADIENT, "Linearization.gradient, inside the direction"),
+    (SENSITIVITIES, "Linearization.W, inside the direction"),
+    (GRAM, "Linearization.gram with its numba kernels; their split is in the "
+     "cProfile listing"),
+    (PRIMAL, "Linearization.gauss_newton_matrix"),
+    (CHOLESKY, "Linearization.factorize: NumPy's LAPACK potrf with the "
+     "finiteness check"),
     ("first solve: J̃ products + triangular solves", ""),
     ("refinement: J̃ products + triangular solves", ""),
-    ("direction glue (vector ops, checks)", "self time of ggn_direction"),
-    ("line search (Armijo trials)", "armijo_backtracking incl. its forward passes"),
-    ("fit overhead (validation, set-up, records)", "self time of fit"),
+    (GLUE, "self time of Linearization.direction"),
+    (LINE_SEARCH, "ArmijoLineSearch incl. its forward passes"),
+    (OVERHEAD, "self time of fit"),
 ]
+
+# The category of a recorded call (and of its descendants unless they have
+# their own); Linearization.direction and the line search are handled apart.
+CATEGORY = {
+    "Problem.evaluate": FORWARD,
+    "TwoLayerNetwork.forward": FORWARD,
+    "Problem.linearize": STEP_PREP,
+    "AdaptiveStepSize.__call__": STEP_PREP,
+    "Linearization.gradient": GRADIENT,
+    "TwoLayerNetwork.gradient": GRADIENT,
+    "Linearization.W": SENSITIVITIES,
+    "TwoLayerNetwork.sensitivities": SENSITIVITIES,
+    "Linearization.gram": GRAM,
+    "TwoLayerNetwork.gram": GRAM,
+    "Linearization.gauss_newton_matrix": PRIMAL,
+    "TwoLayerNetwork.gauss_newton_matrix": PRIMAL,
+    "Linearization.factorize": CHOLESKY,
+}
+SOLVE_CALLS = {"Linearization.jvp", "Linearization.vjp",
+               "Linearization.triangular_solve"}
 
 
 def _categorize(fit_entry):
@@ -166,56 +225,39 @@ def _categorize(fit_entry):
     def self_time(e):
         return e["t"] - sum(c["t"] for c in e["children"])
 
-    def add_tree(e, cat):
-        out[cat] += e["t"]
+    def assign(e, inherited):
+        label = e["label"]
+        if label == "ArmijoLineSearch.__call__":
+            out[LINE_SEARCH] += e["t"]
+            return
+        if label == "Linearization.direction":
+            visit_direction(e)
+            return
+        cat = CATEGORY.get(label, inherited)
+        out[cat] += self_time(e)
+        for c in e["children"]:
+            assign(c, cat)
 
     def visit_direction(e):
-        out["direction glue (vector ops, checks)"] += self_time(e)
+        # The solves' products: first solve (J̃ D r, triangular solves, J̃ᵀ y);
+        # the J̃ products and solves after the first solve's J̃ᵀ y belong to
+        # the refinement.
+        out[GLUE] += self_time(e)
         phase, seen_solve = "first solve", False
         for c in e["children"]:
             label = c["label"]
-            if label == "gradient":
-                add_tree(c, "gradient Jᵀe")
-            elif label == "sensitivities":
-                add_tree(c, "sensitivities W")
-            elif label == "gram":
-                out["Gram: Z Zᵀ syrk + output part + copies"] += self_time(c)
-                for k in c["children"]:
-                    cat = {"scaled_hidden_jacobian_kernel": "Gram: form Z (numba)",
-                           "output_gram_kernel": "Gram: output block (numba)",
-                           "hidden_gram_combine_kernel":
-                               "Gram: hidden kernel (numba, K>1)"}
-                    add_tree(k, cat.get(k["label"], "Gram: Z Zᵀ syrk + output part + "
-                                        "copies"))
-            elif label == "gauss_newton_matrix":
-                add_tree(c, "primal GN matrix")
-            elif label == "cholesky":
-                add_tree(c, "Cholesky")
-            elif label in ("jvp", "vjp", "triangular_solves"):
-                add_tree(c, f"{phase}: J̃ products + triangular solves")
-                if label == "triangular_solves":
+            if label in SOLVE_CALLS:
+                assign(c, f"{phase}: J̃ products + triangular solves")
+                if label == "Linearization.triangular_solve":
                     seen_solve = True
-                elif label == "vjp" and seen_solve:
+                elif label == "Linearization.vjp" and seen_solve:
                     phase = "refinement"
             else:
-                add_tree(c, "direction glue (vector ops, checks)")
+                assign(c, GLUE)
 
-    def visit(e):
-        label = e["label"]
-        if label == "ggn_direction":
-            visit_direction(e)
-        elif label == "line_search":
-            add_tree(e, "line search (Armijo trials)")
-        elif label in ("objective", "forward"):
-            add_tree(e, "forward passes + risk (objective)")
-        elif label in ("residual", "reg_derivatives", "step_size_rule"):
-            add_tree(e, "residual, regularizer derivatives, step-size rule")
-        else:  # unexpected nesting: keep its time visible
-            add_tree(e, "fit overhead (validation, set-up, records)")
-
-    out["fit overhead (validation, set-up, records)"] += self_time(fit_entry)
+    out[OVERHEAD] += self_time(fit_entry)
     for child in fit_entry["children"]:
-        visit(child)
+        assign(child, OVERHEAD)
     return dict(out)
 
 
@@ -380,7 +422,8 @@ def _report(raw):
     for threads, block in raw["timings"].items():
         floor = block["floor"]["median"]
         for key, label in (("floor", "floor: Z @ Z.T (syrk)"),
-                           ("direction", "ggn_direction (dual), no forward/LS"),
+                           ("direction",
+                            "Linearization.direction (dual), no forward/LS"),
                            ("fit_no_ls", "fit: one step, line_search=False"),
                            ("fit_ls", "fit: one step, line_search=True"),
                            ("floor32", "float32 floor: Z @ Z.T (syrk)"),

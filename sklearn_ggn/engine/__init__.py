@@ -10,7 +10,15 @@ network's kernels::
 
 This module is a documented seam for research and benchmarks (the
 estimators are the stable interface): a step can be reproduced, timed or
-varied without an estimator.
+varied without an estimator. A :class:`Problem` needs a loss and a
+regularizer object; :data:`LOSSES` and :data:`REGULARIZERS` map the
+estimators' ``loss`` and ``regularizer`` names to their classes (a
+regularizer is built with its μ, a loss without arguments). For profiling,
+the public methods of the classes exported here (``Problem.evaluate``,
+``Problem.linearize``, ``Linearization.direction``, ``.gram``,
+``.factorize``, ``.triangular_solve``, the strategies' ``__call__``,
+``TwoLayerNetwork.forward``, ...) are the places a timer may wrap; the
+numba kernels below them are private and may change without notice.
 """
 
 from .._losses import LOSSES
@@ -47,9 +55,11 @@ __all__ = [
     "ForwardCache",
     "GGNScoreSolver",
     "GradientDescentSolver",
+    "LOSSES",
     "Linearization",
     "NoImprovement",
     "Problem",
+    "REGULARIZERS",
     "Solver",
     "SolverResult",
     "SolverState",
