@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
@@ -43,6 +43,14 @@ _AUTO_BATCH_ROWS = 256
 _CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
 
 
+class _Number(Interval):
+    """An :class:`Interval` that rejects booleans: ``True`` is an ``Integral``
+    and a ``Real`` to Python, but never a meaningful hyperparameter value."""
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
 def _kappa(scaling, n_hidden):
     if scaling == "ntk":
         return 1.0 / np.sqrt(n_hidden)
@@ -55,30 +63,30 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the GGN-SCORE estimators; use the subclasses."""
 
     _parameter_constraints = {
-        "n_hidden": [Interval(Integral, 1, None, closed="left")],
+        "n_hidden": [_Number(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "scaling": [
             StrOptions({"ntk", "mean_field"}),
-            Interval(Real, 0, None, closed="neither"),
+            _Number(Real, 0, None, closed="neither"),
         ],
         "fit_intercept": ["boolean"],
         "regularizer": [StrOptions(set(REGULARIZERS))],
-        "mu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "tau": [Interval(Real, 0, None, closed="left")],
-        "step_size": [Interval(Real, 0, 1, closed="right")],
+        "mu": [StrOptions({"auto"}), _Number(Real, 0, None, closed="neither")],
+        "tau": [_Number(Real, 0, None, closed="left")],
+        "step_size": [_Number(Real, 0, 1, closed="right")],
         "damping": [StrOptions({"auto", "tau"}),
-                    Interval(Real, 0, None, closed="neither")],
+                    _Number(Real, 0, None, closed="neither")],
         "line_search": ["boolean"],
         "linear_solver": [StrOptions({"auto", "dual", "primal"})],
         "solver": [StrOptions({"ggn", "gd"})],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "batch_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"),
+        "learning_rate": [_Number(Real, 0, None, closed="neither")],
+        "batch_size": [StrOptions({"auto"}), _Number(Integral, 1, None, closed="left"),
                        None],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [_Number(Integral, 1, None, closed="left")],
+        "tol": [_Number(Real, 0, None, closed="left")],
+        "n_iter_no_change": [_Number(Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "validation_fraction": [_Number(Real, 0, 1, closed="neither")],
         "shuffle": ["boolean"],
         "random_state": ["random_state"],
         "warm_start": ["boolean"],
@@ -277,14 +285,17 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                           ensure_non_negative=True)
             validation = (X_val, Y_val, sw_val)
         elif early_stopping:
-            stratify = np.asarray(y) if is_classifier(self) else None
+            stratify = Y.argmax(axis=1) if is_classifier(self) else None
+            if stratify is not None and Y.shape[1] == 1:
+                stratify = Y[:, 0]
+            self._check_validation_split(X.shape[0], stratify)
             idx_train, idx_val = train_test_split(
                 np.arange(X.shape[0]), test_size=self.validation_fraction,
                 random_state=rng, stratify=stratify,
             )
             validation = (X[idx_val], Y[idx_val], sample_weight[idx_val])
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
-            y = _safe_indexing(y, idx_train)
+            y = np.asarray(y)[idx_train]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
@@ -313,6 +324,36 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             setattr(self, name, value)
         self._report(result, incremental)
         return self
+
+    def _check_validation_split(self, n_samples, labels):
+        """A clear error when the early-stopping split cannot work: at least
+        two validation rows (R² and accuracy of one row are meaningless or
+        NaN), and for classifiers one row of every class on each side of the
+        stratified split."""
+        fraction = self.validation_fraction
+        n_val = int(np.ceil(fraction * n_samples))
+        n_train = n_samples - n_val
+        need_val, need_train, why = 2, 2, "two validation samples"
+        if labels is not None:
+            counts = np.unique(labels, return_counts=True)[1]
+            if counts.min() < 2:
+                raise ValueError(
+                    f"early_stopping=True splits the training data stratified by "
+                    f"class, but a class has only {counts.min()} sample; add "
+                    f"samples or set early_stopping=False.")
+            need_val = need_train = max(2, len(counts))
+            why = f"one validation sample of each of the {len(counts)} classes"
+        if n_val < need_val or n_train < need_train:
+            low = need_val / n_samples
+            high = 1 - need_train / n_samples
+            hint = (f"set validation_fraction to at least {low:.3g}" if low <= high
+                    else "use more training samples")
+            raise ValueError(
+                f"early_stopping=True holds out validation_fraction={fraction} of "
+                f"the {n_samples} training samples ({n_val} samples, leaving "
+                f"{n_train}), but needs at least {need_val} for {why} and "
+                f"{need_train} to train on; {hint}, pass X_val and y_val, or set "
+                f"early_stopping=False.")
 
     def _report(self, result, incremental):
         """Warn about a fit that did not end by converging."""

@@ -62,12 +62,13 @@ def _dual_bytes(b, d_aug, n, K, itemsize):
         partial = system if units < n else 0.0
         temporaries = z + partial
     else:
-        # pair products (rows × d̂) and M (rows × n) per block of rows, where
-        # a block holds at least one row k (b pairs); then S (K × b × b) and
-        # the scaled ρ (K × b × n)
+        # pair products (pairs × d̂) and M (pairs × n) for a block of rows k
+        # (each with up to b pairs), as TwoLayerNetwork.gram sizes it; then
+        # S (K × b × b) and the scaled ρ (K × b × n)
         per_row = float(b) * max(n, d_aug) * itemsize
-        block = max(_BLOCK_BYTES, per_row)
-        temporaries = max(2.0 * block,
+        rows = min(b, max(1, int(_BLOCK_BYTES // max(1.0, per_row))))
+        block = rows * float(b) * (n + d_aug) * itemsize
+        temporaries = max(block,
                           float(K) * b * b * itemsize + float(K) * b * n * itemsize)
     return system + max(temporaries, system)  # the Cholesky factor is a copy
 

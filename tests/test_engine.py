@@ -34,6 +34,9 @@ class LinearModel:
 
     def __init__(self, d):
         self.n_params = d
+        # sizes for the memory estimate of choose_linear_solver
+        self.n_features, self.n_hidden, self.n_outputs = d, 1, 1
+        self.fit_intercept = False
 
     def augment(self, X):
         return np.ascontiguousarray(X)
@@ -217,10 +220,15 @@ def test_choose_linear_solver_by_cost_and_memory():
     assert choose_linear_solver(small_net, 5000) == "primal"  # p = 21 ≪ b
     assert choose_linear_solver(big_net, 100) == "dual"  # b ≪ p
     assert choose_linear_solver(big_net, 100, "primal") == "primal"
-    # primal would be cheaper in flops but its p × p matrices exceed 2 GiB
-    wide = TwoLayerNetwork(200, 100, 1, 0.1, "tanh", True)  # p ≈ 20 000
-    assert wide.step_costs(10**6)["primal"][0] < wide.step_costs(10**6)["dual"][0]
-    assert choose_linear_solver(wide, 10**6) == "dual"
+    # the issue's full batch of 30 000 rows × 10 features, 10 classes: the
+    # dual system alone is 671 GiB, the primal form needs a few GiB
+    clf_net = TwoLayerNetwork(10, 100, 10, 0.1, "silu", True)
+    assert choose_linear_solver(clf_net, 30_000, available_bytes=20 * 2**30) == \
+        "primal"
+    with pytest.raises(MemoryError, match='linear_solver="primal"'):
+        choose_linear_solver(clf_net, 30_000, "dual", available_bytes=20 * 2**30)
+    with pytest.raises(MemoryError, match="batch_size="):
+        choose_linear_solver(clf_net, 30_000, available_bytes=2**30)
 
 
 @pytest.mark.parametrize("scaling, kappa", [("mean_field", 1 / 8), (0.3, 0.3),
@@ -298,3 +306,25 @@ def test_solver_state_is_picklable():
 
     state = SolverState(1.0, 0.5, 3, 30)
     assert pickle.loads(pickle.dumps(state)) == state
+
+
+def test_small_steps_run_on_one_blas_thread():
+    """The thread policy: a mini-batch step's BLAS calls run on one thread,
+    whatever the caller's setting (the solver's own limit, inside solve)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    problem, _ = quadratic()
+    seen = []
+
+    def callback(record, theta):
+        seen.append({i["num_threads"] for i in threadpool_info()
+                     if i["user_api"] == "blas"})
+
+    solver = GGNScoreSolver(FixedDamping(1.0), AdaptiveStepSize(0.5), None, "dual",
+                            Batching(7, True), max_iter=2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        solver.solve(problem, np.zeros(4), np.random.RandomState(0), callback)
+        after = {i["num_threads"] for i in threadpool_info()
+                 if i["user_api"] == "blas"}
+    assert seen == [{1}, {1}]
+    assert after == {2} or after == {1}  # restored (1 on a one-core machine)

@@ -2,21 +2,36 @@
 paper's gradient-descent baseline (section 7)."""
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from .. import _memory
 from ._linearization import StepFailure
 
 # An objective this many times the initial one counts as divergence.
 DIVERGENCE_FACTOR = 1e4
+# BLAS thread policy: steps estimated below this many flops run on one BLAS
+# thread. Measured on a 2-core machine with other work running (per step,
+# 1 vs 2 threads): letter-sized mini-batches (b = 9, K = 26) 6.2 vs 87 ms,
+# b = 256, K = 1: 23 vs 70 ms, b = 100, K = 10 (4.7e8 flops): 97 vs 748 ms;
+# even a full batch of 1000 rows with 10 500 parameters (1.1e10 flops) was
+# faster on one thread there (0.64 vs 1.07 s), while on an idle machine its
+# syrk gains from two. Small systems never gain from more threads, and
+# spinning BLAS threads collapse on a busy machine.
+SMALL_STEP_FLOPS = 1e9
 
 
-def choose_linear_solver(network, batch_size, linear_solver="auto"):
-    """Resolve ``"auto"`` by the cost model of ``TwoLayerNetwork.step_costs``.
+def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
+                         available_bytes=None):
+    """The form of the Gauss-Newton system for steps on ``batch_size`` rows.
 
-    The primal form is taken only when it needs fewer flops *and* its p × p
-    matrices fit in 2 GiB; otherwise the dual.
+    ``"auto"`` takes the form with fewer flops (``TwoLayerNetwork.step_costs``)
+    among those whose peak memory fits in the available memory; an explicit
+    form is checked the same way. Nothing is allocated (see
+    ``sklearn_ggn._memory`` for the estimates).
 
     Parameters
     ----------
@@ -24,19 +39,24 @@ def choose_linear_solver(network, batch_size, linear_solver="auto"):
     batch_size : int
         Rows per step.
     linear_solver : {"auto", "dual", "primal"}, default="auto"
+    itemsize : int, default=8
+        4 for float32 fits.
+    available_bytes : int or None, default=None
+        None measures the machine's available memory.
 
     Returns
     -------
     form : {"dual", "primal"}
+
+    Raises
+    ------
+    MemoryError
+        When no allowed form fits, with both sizes and the ``batch_size`` or
+        ``n_hidden`` that would.
     """
-    if linear_solver != "auto":
-        return linear_solver
-    costs = network.step_costs(batch_size)
-    primal_flops, primal_bytes = costs["primal"]
-    dual_flops, _ = costs["dual"]
-    if primal_flops < dual_flops and primal_bytes <= 2 * 2**30:
-        return "primal"
-    return "dual"
+    return _memory.choose_linear_solver(
+        linear_solver, batch_size, network.n_features, network.n_hidden,
+        network.n_outputs, network.fit_intercept, itemsize, available_bytes)
 
 
 @dataclass
@@ -148,9 +168,20 @@ class Solver:
         result : SolverResult
         """
         state = SolverState() if state is None else state
+        self.prepare(problem)
+        small = self.step_flops(problem) < SMALL_STEP_FLOPS
+        with threadpool_limits(limits=1, user_api="blas") if small else nullcontext():
+            return self._loop(problem, theta0, rng, callback, state, time_offset)
+
+    def step_flops(self, problem):
+        """Estimated flops of one step (picks the BLAS thread policy)."""
+        costs = problem.network.step_costs(min(self.batching.batch_size,
+                                               problem.n_samples))
+        return costs[self.form][0] if self.form else 0.0
+
+    def _loop(self, problem, theta0, rng, callback, state, time_offset):
         theta = theta0
         full_batch = self.batching.full_batch(problem.n_samples)
-        self.prepare(problem)
         history = []
         status, reason = "max_iter", f"maximum iterations ({self.max_iter}) reached"
         start = time.perf_counter()
@@ -301,7 +332,7 @@ class GGNScoreSolver(Solver):
     def prepare(self, problem):
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
-            self.linear_solver)
+            self.linear_solver, problem.dtype.itemsize)
 
     def step(self, problem, theta, batch, current):
         damping = self.damping.curvature_scale()
