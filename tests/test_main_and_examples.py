@@ -4,6 +4,8 @@ import re
 import runpy
 from pathlib import Path
 
+import pytest
+
 from sklearn_ggn.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,6 +17,27 @@ def test_main_job_quick_prints_the_comparison_table(capsys):
     for row in ("digits", "diabetes", "teacher-student", "GGN-SCORE", "MLP"):
         assert row in out
     assert "DIVERGED" not in out
+    # Every row states its non-default settings beside it.
+    rows = {" ".join(line.split()[:2]): line for line in out.splitlines()
+            if line.startswith(("digits ", "diabetes ", "teacher-student "))}
+    assert "tau=0.03" in rows["diabetes GGN-SCORE"]
+    assert "n_hidden=500, batch_size=None" in rows["teacher-student GGN-SCORE"]
+    assert "solver='lbfgs'" in rows["teacher-student MLP"]
+    assert all("max_iter=" in line for key, line in rows.items()
+               if "lbfgs" not in line)  # --quick caps are settings too
+    assert "5-fold CV" in out
+
+
+def test_main_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "module docstring" not in text
+    for option in ("--quick", "--seed", "--blas-threads"):
+        assert option in text
+    assert "threads the BLAS library" in text
+    assert "source tree" in text
 
 
 def test_quickest_example_runs(monkeypatch):
