@@ -20,6 +20,7 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ggn import GGNScoreRegressor
 from sklearn_ggn.datasets import make_teacher_student
@@ -38,7 +39,8 @@ for name, model in models.items():
     with warnings.catch_warnings():
         # tol=0 runs the whole budget on purpose (a fixed number of
         # iterations to compare), so "Maximum iterations reached" is expected.
-        warnings.filterwarnings("ignore", message=".*maximum iterations")
+        warnings.filterwarnings("ignore", message="Maximum iterations",
+                                category=ConvergenceWarning)
         model.fit(X, y)
     elapsed = time.perf_counter() - start
     test_risk = 0.5 * np.mean((model.predict(X_test) - y_test) ** 2)
