@@ -4,9 +4,17 @@ Build (executes the examples of the gallery)::
 
     sphinx-build -b html docs docs/_build/html
 
-Quick build without running the examples (what ``tests/test_docs.py`` does)::
+Quick build without running the examples (one of ``tests/test_docs.py``'s
+two builds)::
 
     sphinx-build -W --keep-going -b html -D plot_gallery=0 docs docs/_build/html
+
+The build needs no network. The examples read real data from the folder in
+the environment variable ``SKLEARN_GGN_DATA`` and otherwise run on bundled
+or generated stand-ins (``SKLEARN_GGN_DOWNLOAD=1`` lets them download);
+``SKLEARN_GGN_QUICK=1`` runs each at smoke-test scale, which is how
+``tests/test_docs.py`` builds the executed gallery offline, and
+``SKLEARN_GGN_FULL=1`` at the paper's scale.
 """
 
 import os

@@ -1,4 +1,10 @@
-"""Data of the paper: the teacher-student generator and the real benchmarks."""
+"""Data of the paper: the teacher-student generator and the real benchmarks.
+
+The real-data loaders (:func:`load_uci`, :func:`load_mnist`) read local
+copies of the original files from ``data_home``, which defaults to the folder
+named by the environment variable ``SKLEARN_GGN_DATA``; only without either
+do they download from OpenML, and never with ``download_if_missing=False``.
+"""
 
 import gzip
 import os
@@ -197,8 +203,10 @@ def _read_letter(folder):
     # the LIBSVM files the paper's code reads.
     X = np.asarray(features) / 7.5 - 1.0
     y = np.asarray(labels)
-    train = np.loadtxt(_open_text(train_idx), dtype=int, ndmin=1)
-    test = np.loadtxt(_open_text(test_idx), dtype=int, ndmin=1)
+    with _open_text(train_idx) as handle:
+        train = np.loadtxt(handle, dtype=int, ndmin=1)
+    with _open_text(test_idx) as handle:
+        test = np.loadtxt(handle, dtype=int, ndmin=1)
     return X[train], y[train], X[test], y[test]
 
 
@@ -348,10 +356,16 @@ def load_uci(name, data_home=None, *, download_if_missing=True):
     name : {"pendigits", "letter", "avila"}
         The dataset.
     data_home : str or path-like, default=None
-        Folder with one subfolder per dataset, see above.
+        Folder with one subfolder per dataset, see above. ``None`` means the
+        folder named by the environment variable ``SKLEARN_GGN_DATA`` when it
+        is set (and not empty), so scripts and the example gallery find a
+        local copy without passing a path.
     download_if_missing : bool, default=True
         Without ``data_home`` and ``SKLEARN_GGN_DATA``, fetch the dataset from
-        OpenML (and cache it in scikit-learn's data home).
+        OpenML (and cache it in scikit-learn's data home). With ``False`` the
+        loader never touches the network: no local data is a
+        :class:`FileNotFoundError`, which code that must run offline can
+        catch to fall back to other data.
 
     Returns
     -------
@@ -410,9 +424,12 @@ def load_mnist(data_home=None, *, download_if_missing=True):
     Parameters
     ----------
     data_home : str or path-like, default=None
-        Folder holding the ``mnist/`` subfolder.
+        Folder holding the ``mnist/`` subfolder; ``None`` means the folder
+        named by the environment variable ``SKLEARN_GGN_DATA`` when it is set.
     download_if_missing : bool, default=True
         Without ``data_home`` and ``SKLEARN_GGN_DATA``, fetch from OpenML.
+        With ``False`` the loader never touches the network (no local data
+        is a :class:`FileNotFoundError`).
 
     Returns
     -------
