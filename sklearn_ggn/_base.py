@@ -38,6 +38,12 @@ except ImportError:  # pragma: no cover - older scikit-learn
 # batch_size="auto": full batch while the dual system b·K stays this small.
 _AUTO_FULL_BATCH_ROWS = 1024
 _AUTO_BATCH_ROWS = 256
+# A fresh fit whose final training risk is above this fraction of the risk of
+# a constant prediction has not learned: it warns (never silently).
+_LEARNED_FRACTION = 0.9
+# Inputs this large break curvature-based steps (a standardized rare pixel of
+# MNIST reaches 2 733): warn at fit time.
+_EXTREME_INPUT = 100.0
 # Attributes the callback machinery of scikit-learn keeps during a fit; a
 # failed fit restores everything else.
 _CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
@@ -300,6 +306,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
 
+        x_max = float(np.abs(X).max())
+        if x_max >= _EXTREME_INPUT:
+            warnings.warn(
+                f"X has values up to {x_max:.4g} in absolute value. Curvature-based "
+                "steps are sensitive to extreme inputs (an outlying row can take "
+                "a huge step): standardize with StandardScaler, and for heavy "
+                "tails use RobustScaler or QuantileTransformer, or clip the "
+                "features.", UserWarning)
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           self.tau, X, Y, sample_weight,
                           regularized=self.solver != "gd")
@@ -323,7 +337,31 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         for name, value in fitted.items():
             setattr(self, name, value)
         self._report(result, incremental)
+        if not records.continued and result.status != "diverged":
+            self._check_learned(problem, result, x_max)
         return self
+
+    def _check_learned(self, problem, result, x_max):
+        """Warn when a fit ends no better than a constant prediction."""
+        risks = self.history_["risk"][-result.state.n_iter:]
+        if not risks:
+            return
+        w = problem.sample_weight
+        baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
+        if not baseline > 0 or not risks[-1] > _LEARNED_FRACTION * baseline:
+            return  # (a constant already predicts the weighted data exactly)
+        if x_max > 10:
+            advice = (f"The features are not standardized (their values reach "
+                      f"{x_max:.3g}): scale them, e.g. with StandardScaler in a "
+                      f"Pipeline.")
+        else:
+            advice = ("Try a larger damping, a smaller step_size or a larger "
+                      "max_iter.")
+        warnings.warn(
+            f"The fit did not learn: its final training risk {risks[-1]:.4g} is "
+            f"{risks[-1] / baseline:.0%} of the risk of a constant prediction "
+            f"({baseline:.4g}); it ended because {result.reason}. {advice}",
+            ConvergenceWarning)
 
     def _check_validation_split(self, n_samples, labels):
         """A clear error when the early-stopping split cannot work: at least

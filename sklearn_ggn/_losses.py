@@ -25,6 +25,11 @@ class SquaredError:
         diff = F - Y
         return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / K
 
+    def constant_risk(self, Y, s):
+        """Risk of the best constant prediction (the weighted mean of Y)."""
+        diff = Y - s @ Y
+        return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / Y.shape[1]
+
     def residual_and_factor(self, F, Y, s):
         b, K = F.shape
         residual = (F - Y) * (s / K)[:, None]
@@ -52,6 +57,14 @@ class LogLoss:
         else:
             losses = logsumexp(F, axis=1) - np.einsum("ij,ij->i", F, Y)
         return float(np.dot(s, losses))
+
+    def constant_risk(self, Y, s):
+        """Risk of the best constant prediction (the weighted class priors)."""
+        prior = s @ Y
+        if Y.shape[1] == 1:
+            prior = np.array([1.0 - prior[0], prior[0]])
+        prior = prior[prior > 0]
+        return float(-np.dot(prior, np.log(prior)))
 
     def probabilities(self, F):
         if F.shape[1] == 1:

@@ -319,6 +319,13 @@ def _advice(requested, allowed, est, n_samples, n_features, n_hidden, n_outputs,
         other = "primal" if requested == "dual" else "dual"
         if est[other] <= available_bytes:
             ways.append(f'linear_solver="{other}" or "auto"')
+        else:
+            other_batch = max_batch_size((other,), n_samples, n_features, n_hidden,
+                                         n_outputs, fit_intercept, itemsize,
+                                         available_bytes)
+            if other_batch >= 1 and batch < 1:
+                ways.append(f'linear_solver="{other}" with batch_size={other_batch} '
+                            "(or smaller)")
 
     def fits_hidden(n):
         e = estimate_solver_bytes(n_samples, n_features, n, n_outputs,

@@ -305,7 +305,10 @@ def test_nothing_fits_raises_before_allocating(monkeypatch, requested):
         assert f"{est[form] / GIB:,.1f} GiB" in message
     allowed = ("dual", "primal") if requested == "auto" else (requested,)
     if requested == "primal":  # the 105 010² matrix alone is 82 GiB
-        assert "batch_size=" not in message
+        # no batch size helps the primal form; the dual one with a batch does
+        assert 'linear_solver="dual" with batch_size=' in message
+        batch = int(message.split("batch_size=")[1].split()[0])
+        assert _memory.choose_linear_solver("dual", batch, 10, 5000, 10) == "dual"
         n = int(message.split("n_hidden=")[2].split()[0])
         assert _memory.choose_linear_solver("primal", 30_000, 10, n, 10) == "primal"
         with pytest.raises(MemoryError):
@@ -499,24 +502,11 @@ _CONFIGS = [
 # check as failing for the same reason).
 _SPLIT = ("a weight-2 row and a repeated row fall into different "
           "validation splits or mini-batches")
-_CLASSIFIER_EARLY_STOPPING_TODAY = [
-    "check_dont_overwrite_parameters", "check_dict_unchanged",
-    "check_n_features_in_after_fitting", "check_estimators_nan_inf",
-    "check_f_contiguous_array_estimator", "check_methods_sample_order_invariance",
-    "check_methods_subset_invariance", "check_fit2d_1feature",
-    "check_fit2d_predict1d",
-]
-
-
 def _expected_failed_checks(estimator):
     params = estimator.get_params()
     failing = {}
     if params["early_stopping"] or params["batch_size"] not in ("auto", None):
         failing["check_sample_weight_equivalence_on_dense_data"] = _SPLIT
-    if params["early_stopping"] and isinstance(estimator, GGNScoreClassifier):
-        # the stratified split is drawn from the raw labels and fails with
-        # train_test_split's errors, or leaves attributes of a failed fit
-        failing.update(dict.fromkeys(_CLASSIFIER_EARLY_STOPPING_TODAY, ENGINE))
     return failing
 
 
