@@ -74,12 +74,15 @@ class SolverState:
         Iterations (full batch) or epochs run so far.
     n_steps : int
         Steps taken so far.
+    damping : object or None
+        The damping strategy with its adapted state (``AdaptiveDamping``).
     """
 
     initial_objective: float = None
     best_objective: float = np.inf
     n_iter: int = 0
     n_steps: int = 0
+    damping: object = None
 
 
 @dataclass
@@ -168,7 +171,7 @@ class Solver:
         result : SolverResult
         """
         state = SolverState() if state is None else state
-        self.prepare(problem)
+        self.prepare(problem, state)
         small = self.step_flops(problem) < SMALL_STEP_FLOPS
         with threadpool_limits(limits=1, user_api="blas") if small else nullcontext():
             return self._loop(problem, theta0, rng, callback, state, time_offset)
@@ -260,27 +263,38 @@ class Solver:
         sums = dict.fromkeys(keys, 0.0)
         weight_total = 0.0
         last = None
+        damping = getattr(self, "damping", None)
+        adaptive = damping is not None and damping.adaptive
+        previous = None  # θ before the last step, judged on the next batch
         for idx in self.batching.epoch(problem.n_samples, rng):
-                batch = problem.batch(idx)
-                if batch is None:
-                    continue
-                current = problem.evaluate(theta, batch)
-                self._check(current.objective, theta, state)
-                step = self.step(problem, theta, batch, current)
-                if not np.all(np.isfinite(step.theta)):
-                    raise StepFailure("non-finite parameters")
-                theta = step.theta
-                last = batch
-                for key, value in zip(keys, (current.objective, current.risk,
-                                             step.alpha, step.damping)):
-                    sums[key] += value * batch.weight
-                weight_total += batch.weight
-                state.n_steps += 1
+            batch = problem.batch(idx)
+            if batch is None:
+                continue
+            current = problem.evaluate(theta, batch)
+            if adaptive and previous is not None:
+                old = problem.evaluate(previous, batch, False).objective
+                if not damping.accept(current.objective, old):
+                    theta = previous  # undo the last step
+                    current = problem.evaluate(theta, batch)
+            self._check(current.objective, theta, state)
+            step = self.step(problem, theta, batch, current)
+            if not np.all(np.isfinite(step.theta)):
+                raise StepFailure("non-finite parameters")
+            previous = theta
+            theta = step.theta
+            last = batch
+            for key, value in zip(keys, (current.objective, current.risk,
+                                         step.alpha, step.damping)):
+                sums[key] += value * batch.weight
+            weight_total += batch.weight
+            state.n_steps += 1
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, theta, state)
         record = {k: sums[k] / weight_total for k in keys[:3]}
         self._add_damping(record, sums["damping"] / weight_total)
+        if damping is not None:
+            damping.end_epoch(record["objective"])
         return theta, record
 
     @staticmethod
@@ -291,7 +305,7 @@ class Solver:
     # ---------------------------------------------------------- the step
     stalls_at_zero_step = False
 
-    def prepare(self, problem):
+    def prepare(self, problem, state):
         """Set-up before the first step of a ``solve``."""
 
     def step(self, problem, theta, batch, current):
@@ -329,7 +343,11 @@ class GGNScoreSolver(Solver):
     def stalls_at_zero_step(self):
         return self.line_search is not None
 
-    def prepare(self, problem):
+    def prepare(self, problem, state):
+        # an adapted damping continues across warm starts and partial_fit
+        if type(state.damping) is type(self.damping):
+            self.damping = state.damping
+        state.damping = self.damping
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
             self.linear_solver, problem.dtype.itemsize)

@@ -16,12 +16,83 @@ class FixedDamping:
         ``c > 0``.
     """
 
+    adaptive = False
+
     def __init__(self, scale):
         self.scale = float(scale)
 
     def curvature_scale(self):
         """The ``λ_H`` of the next step."""
         return self.scale
+
+    def end_epoch(self, objective):
+        """Nothing to adapt."""
+
+
+class AdaptiveDamping:
+    """Damping adapted on data the step did not see (mini-batch training).
+
+    ``H = λ μ ḡ''(θ)``: tied to μ so that ``H ≈ λ`` near θ = 0 whatever μ
+    is (ḡ''(0) = 1/μ for both ℓ1 smoothers). After each step the solver
+    evaluates the *next* batch at the new θ (which it needs anyway) and at
+    the previous one:
+
+    * when the new θ makes that batch's objective more than
+      ``reject_ratio`` times worse, the step is undone and ``λ ← increase·λ``
+      (an outlying batch, or a step that overfitted its own batch);
+    * otherwise ``λ ← max(λ_floor, decay·λ)``.
+
+    At the end of an epoch whose mean objective improved by less than
+    ``stall`` (relative), the floor itself is raised by ``increase``:
+    when progress stalls the damping rises rather than the fit stopping.
+    The state (λ, floor, the last epoch's objective) is carried across
+    epochs, warm starts and ``partial_fit`` calls.
+
+    Parameters
+    ----------
+    mu : float
+        The regularizer's smoothing μ (1 for ℓ2).
+    initial : float, default=0.1
+        λ and its floor at the start.
+    increase : float, default=3.0
+    decay : float, default=0.995
+    reject_ratio : float, default=1.5
+    stall : float, default=0.01
+    """
+
+    adaptive = True
+
+    def __init__(self, mu, initial=0.1, increase=3.0, decay=0.995,
+                 reject_ratio=1.5, stall=0.01):
+        self.mu = float(mu)
+        self.lam = self.floor = float(initial)
+        self.increase = increase
+        self.decay = decay
+        self.reject_ratio = reject_ratio
+        self.stall = stall
+        self.last_epoch_objective = None
+        self.n_rejected = 0
+
+    def curvature_scale(self):
+        """The ``λ_H = λ μ`` of the next step."""
+        return self.lam * self.mu
+
+    def accept(self, new_objective, old_objective):
+        """Judge the last step on the next batch: True keeps it."""
+        if new_objective > self.reject_ratio * old_objective:
+            self.lam *= self.increase
+            self.n_rejected += 1
+            return False
+        self.lam = max(self.floor, self.lam * self.decay)
+        return True
+
+    def end_epoch(self, objective):
+        """Raise the floor after an epoch without progress."""
+        last = self.last_epoch_objective
+        if last is not None and objective > (1.0 - self.stall) * last:
+            self.floor *= self.increase
+            self.lam = max(self.lam, self.floor)
+        self.last_epoch_objective = objective
 
 
 def resolve_damping(damping, tau, full_batch):
@@ -105,11 +176,17 @@ class Batching:
         Rows per step; at least the number of samples means full batch.
     shuffle : bool
         Draw a new permutation every epoch.
+    merge_short : bool, default=True
+        Merge a last batch of fewer than half ``batch_size`` rows into the
+        one before it: a step fitted to a handful of rows nearly
+        interpolates them (letter, batch 64: a 4-row last batch cost 10
+        points of test accuracy).
     """
 
-    def __init__(self, batch_size, shuffle):
+    def __init__(self, batch_size, shuffle, merge_short=True):
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
+        self.merge_short = merge_short
 
     def full_batch(self, n_samples):
         """Whether one step sees every row."""
@@ -118,8 +195,11 @@ class Batching:
     def epoch(self, n_samples, rng):
         """Index arrays of one epoch's batches."""
         order = rng.permutation(n_samples) if self.shuffle else np.arange(n_samples)
-        return [order[start:start + self.batch_size]
-                for start in range(0, n_samples, self.batch_size)]
+        starts = list(range(0, n_samples, self.batch_size))
+        if (self.merge_short and len(starts) > 1
+                and n_samples - starts[-1] < self.batch_size / 2):
+            starts.pop()
+        return [order[a:b] for a, b in zip(starts, starts[1:] + [n_samples])]
 
 
 class NoImprovement:
