@@ -2,7 +2,8 @@
 as scikit-learn estimators."""
 
 from ._estimators import GGNScoreClassifier, GGNScoreRegressor
+from ._presets import paper_params
 
 __version__ = "0.1.0"
 
-__all__ = ["GGNScoreClassifier", "GGNScoreRegressor", "__version__"]
+__all__ = ["GGNScoreClassifier", "GGNScoreRegressor", "paper_params", "__version__"]

@@ -80,7 +80,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "mu": [StrOptions({"auto"}), _Number(Real, 0, None, closed="neither")],
         "tau": [_Number(Real, 0, None, closed="left")],
         "step_size": [_Number(Real, 0, 1, closed="right")],
-        "damping": [StrOptions({"auto", "tau"}),
+        "damping": [StrOptions({"adaptive", "auto", "tau"}),
                     _Number(Real, 0, None, closed="neither")],
         "line_search": ["boolean"],
         "linear_solver": [StrOptions({"auto", "dual", "primal"})],
@@ -221,7 +221,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _make_solver(self, problem, batch_size, incremental, early_stopping):
         """The engine's solver for these hyperparameters."""
-        batching = Batching(batch_size, self.shuffle)
+        # a short last batch is merged only under the "auto" rule: an
+        # explicit batch_size cuts every batch as given (the paper's loop)
+        batching = Batching(batch_size, self.shuffle,
+                            merge_short=self.batch_size == "auto")
         max_iter = 1 if incremental else self.max_iter
         stopping = (None if incremental or early_stopping
                     else NoImprovement(self.tol, self.n_iter_no_change))
@@ -231,7 +234,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # partial_fit streams chunks: that is mini-batch training for "auto".
         full_batch = batching.full_batch(problem.n_samples) and not incremental
         return GGNScoreSolver(
-            resolve_damping(self.damping, problem.tau, full_batch),
+            resolve_damping(self.damping, problem.tau, full_batch,
+                            1.0 / problem.regularizer.hessian(np.zeros(1))[0]),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self.line_search else None,
             self.linear_solver, batching, max_iter, stopping)

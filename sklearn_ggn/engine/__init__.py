@@ -35,6 +35,7 @@ from ._solver import (
     choose_linear_solver,
 )
 from ._strategies import (
+    AdaptiveDamping,
     AdaptiveStepSize,
     ArmijoLineSearch,
     Batching,
@@ -44,6 +45,7 @@ from ._strategies import (
 )
 
 __all__ = [
+    "AdaptiveDamping",
     "LOSSES",
     "REGULARIZERS",
     "AdaptiveStepSize",

@@ -32,8 +32,8 @@ class FixedDamping:
 class AdaptiveDamping:
     """Damping adapted on data the step did not see (mini-batch training).
 
-    ``H = λ μ ḡ''(θ)``: tied to μ so that ``H ≈ λ`` near θ = 0 whatever μ
-    is (ḡ''(0) = 1/μ for both ℓ1 smoothers). After each step the solver
+    ``H = λ u ḡ''(θ)`` with ``u = 1/ḡ''(0)`` (μ for both ℓ1 smoothers, 1 for
+    ℓ2): tied to μ so that ``H ≈ λ`` near θ = 0 whatever μ is. After each step the solver
     evaluates the *next* batch at the new θ (which it needs anyway) and at
     the previous one:
 
@@ -50,8 +50,8 @@ class AdaptiveDamping:
 
     Parameters
     ----------
-    mu : float
-        The regularizer's smoothing μ (1 for ℓ2).
+    unit : float
+        ``1/ḡ''(0)``, the curvature scale at which λ = 1.
     initial : float, default=0.1
         λ and its floor at the start.
     increase : float, default=3.0
@@ -62,9 +62,9 @@ class AdaptiveDamping:
 
     adaptive = True
 
-    def __init__(self, mu, initial=0.1, increase=3.0, decay=0.995,
+    def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
                  reject_ratio=1.5, stall=0.01):
-        self.mu = float(mu)
+        self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
         self.decay = decay
@@ -74,8 +74,8 @@ class AdaptiveDamping:
         self.n_rejected = 0
 
     def curvature_scale(self):
-        """The ``λ_H = λ μ`` of the next step."""
-        return self.lam * self.mu
+        """The ``λ_H = λ u`` of the next step."""
+        return self.lam * self.unit
 
     def accept(self, new_objective, old_objective):
         """Judge the last step on the next batch: True keeps it."""
@@ -95,18 +95,28 @@ class AdaptiveDamping:
         self.last_epoch_objective = objective
 
 
-def resolve_damping(damping, tau, full_batch):
+def resolve_damping(damping, tau, full_batch, unit=1.0):
     """The damping strategy of an estimator's ``damping`` parameter.
 
-    ``"auto"`` is ``"tau"`` (the exact curvature) in full batch with ``τ > 0``
-    and 1.0 otherwise: with the exact, tiny curvature every mini-batch step
-    nearly interpolates its batch.
+    * ``"adaptive"``: :class:`AdaptiveDamping` for mini-batches and
+      ``partial_fit``; in full batch the exact curvature ``H = τ ḡ''``
+      (``"tau"``), which with the line search converges to the regularized
+      optimum (the initial ``λ u`` when ``τ = 0``; ``u = 1/ḡ''(0)``).
+    * ``"auto"`` (the 0.1 default): ``"tau"`` in full batch with ``τ > 0``,
+      else 1.0 — with the exact, tiny curvature every mini-batch step nearly
+      interpolates its batch.
+    * ``"tau"``: the paper's ``H = ∇²g``; a float ``c``: ``H = c ḡ''``
+      (1.0 is the authors' code).
 
     Raises
     ------
     ValueError
         For ``damping="tau"`` with ``tau=0`` (H would be zero).
     """
+    if damping == "adaptive":
+        if not full_batch:
+            return AdaptiveDamping(unit)
+        damping = "tau" if tau > 0 else AdaptiveDamping(unit).curvature_scale()
     if damping == "auto":
         damping = "tau" if full_batch and tau > 0 else 1.0
     if damping == "tau":
