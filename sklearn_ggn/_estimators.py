@@ -556,7 +556,15 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         return self.classes_[np.argmax(scores, axis=1)]
 
     def _has_proba(self):
-        return self.loss == "log_loss"
+        # As scikit-learn's SVC(probability=False): hasattr is False, and the
+        # AttributeError's cause says why.
+        if self.loss != "log_loss":
+            raise AttributeError(
+                f"predict_proba is not available with loss={self.loss!r}: the "
+                "squared-error classifier fits one-hot targets and its outputs "
+                "are not probabilities. Use loss='log_loss' for class "
+                "probabilities.")
+        return True
 
     @available_if(_has_proba)
     def predict_proba(self, X):

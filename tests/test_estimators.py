@@ -327,3 +327,15 @@ def test_grid_search_over_mu_and_tau_in_parallel_is_picklable():
     np.testing.assert_array_equal(restored.predict(X), search.predict(X))
     fresh = pickle.loads(pickle.dumps(clone(search)))
     assert fresh.get_params()["estimator__ggnscoreclassifier__n_hidden"] == 16
+
+
+def test_squared_error_classifier_says_why_it_has_no_probabilities():
+    X, y = classification_data()
+    clf = GGNScoreClassifier(loss="squared_error", n_hidden=8, max_iter=3,
+                             random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Maximum iterations"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "predict_proba")
+    with pytest.raises(AttributeError) as info:
+        clf.predict_proba(X)
+    assert "loss='log_loss'" in str(info.value.__cause__)
