@@ -13,6 +13,7 @@ from sklearn_ggn._losses import SquaredError
 from sklearn_ggn._network import ForwardCache, TwoLayerNetwork
 from sklearn_ggn._regularizers import REGULARIZERS
 from sklearn_ggn.engine import (
+    AdaptiveDamping,
     AdaptiveStepSize,
     ArmijoLineSearch,
     Batching,
@@ -328,3 +329,39 @@ def test_small_steps_run_on_one_blas_thread():
                  if i["user_api"] == "blas"}
     assert seen == [{1}, {1}]
     assert after == {2} or after == {1}  # restored (1 on a one-core machine)
+
+
+def test_adaptive_damping_rule():
+    d = AdaptiveDamping(unit=10.0, initial=0.1)
+    assert d.curvature_scale() == pytest.approx(1.0)  # H ≈ λ near θ = 0
+    assert d.accept(1.4, 1.0) and d.lam == 0.1  # decays, not below the floor
+    assert not d.accept(1.6, 1.0) and d.lam == pytest.approx(0.3)  # undo, ×3
+    assert d.accept(1.0, 1.0) and d.lam == pytest.approx(0.3 * 0.995)
+    d.end_epoch(1.0)
+    d.end_epoch(0.995)  # improved by < 1 %: the floor rises
+    assert d.floor == pytest.approx(0.3) and d.stalls == 1 and not d.converged()
+    d.end_epoch(0.994)
+    assert d.converged() and d.floor == pytest.approx(0.9) and d.lam >= 0.9
+    d.end_epoch(0.5)
+    assert d.stalls == 0 and not d.converged()
+
+
+def test_adaptive_damping_undoes_a_step_that_hurts_the_next_batch():
+    """An outlying batch (targets × 30) takes a step that makes the next
+    batch far worse: the solver undoes it and triples λ; the adapted state
+    carries into the next solve."""
+    problem, _ = quadratic(n=40)
+    problem.Y = problem.Y.copy()
+    problem.Y[10:20] *= 30.0  # the second batch of an unshuffled epoch
+    damping = AdaptiveDamping(unit=1.0, initial=0.1)
+    solver = GGNScoreSolver(damping, AdaptiveStepSize(1.0), None, "dual",
+                            Batching(10, shuffle=False), max_iter=1)
+    first = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    assert damping.n_rejected >= 1 and damping.lam > 0.1
+    lam = damping.lam
+    again = GGNScoreSolver(AdaptiveDamping(unit=1.0), AdaptiveStepSize(1.0), None,
+                           "dual", Batching(10, shuffle=False), max_iter=1)
+    second = again.solve(problem, first.theta, np.random.RandomState(0),
+                         state=first.state)
+    assert second.state.damping is damping  # continued, not reset to 0.1
+    assert second.history[0]["damping"] >= min(lam, 0.1)

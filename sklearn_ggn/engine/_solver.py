@@ -217,6 +217,13 @@ class Solver:
             if stop:
                 status, reason = "stopped", "the callback asked to stop"
                 break
+            damping = getattr(self, "damping", None)
+            if not full_batch and damping is not None and damping.converged():
+                status = "converged"
+                reason = (f"the epoch objective improved by less than "
+                          f"{damping.stall:.0%} in {damping.patience} consecutive "
+                          f"epochs, even with the damping raised")
+                break
             if self.stopping is not None and self.stopping(record["objective"],
                                                            previous_best):
                 status = "converged"

@@ -28,6 +28,10 @@ class FixedDamping:
     def end_epoch(self, objective):
         """Nothing to adapt."""
 
+    def converged(self):
+        """A fixed damping never ends a fit."""
+        return False
+
 
 class AdaptiveDamping:
     """Damping adapted on data the step did not see (mini-batch training).
@@ -44,7 +48,8 @@ class AdaptiveDamping:
 
     At the end of an epoch whose mean objective improved by less than
     ``stall`` (relative), the floor itself is raised by ``increase``:
-    when progress stalls the damping rises rather than the fit stopping.
+    when progress stalls the damping rises rather than the fit stopping;
+    after ``patience`` such epochs in a row the fit has converged.
     The state (λ, floor, the last epoch's objective) is carried across
     epochs, warm starts and ``partial_fit`` calls.
 
@@ -58,12 +63,13 @@ class AdaptiveDamping:
     decay : float, default=0.995
     reject_ratio : float, default=1.5
     stall : float, default=0.01
+    patience : int, default=2
     """
 
     adaptive = True
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
-                 reject_ratio=1.5, stall=0.01):
+                 reject_ratio=1.5, stall=0.01, patience=2):
         self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
@@ -72,6 +78,8 @@ class AdaptiveDamping:
         self.stall = stall
         self.last_epoch_objective = None
         self.n_rejected = 0
+        self.patience = patience
+        self.stalls = 0
 
     def curvature_scale(self):
         """The ``λ_H = λ u`` of the next step."""
@@ -92,7 +100,14 @@ class AdaptiveDamping:
         if last is not None and objective > (1.0 - self.stall) * last:
             self.floor *= self.increase
             self.lam = max(self.lam, self.floor)
+            self.stalls += 1
+        else:
+            self.stalls = 0
         self.last_epoch_objective = objective
+
+    def converged(self):
+        """True after ``patience`` stalled epochs in a row."""
+        return self.stalls >= self.patience
 
 
 def resolve_damping(damping, tau, full_batch, unit=1.0):
