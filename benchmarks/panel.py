@@ -1,0 +1,496 @@
+"""Panel benchmark (issue 8, "Practical strength"): the practitioner's test.
+
+Swap ``MLPClassifier`` for ``GGNScoreClassifier`` in an existing pipeline,
+keep the defaults, compare. Every model sits in
+``make_pipeline(StandardScaler(), model)``; every regressor is also wrapped
+in ``TransformedTargetRegressor(transformer=StandardScaler())`` (y
+standardized). Models:
+
+* ``ggn``: ``GGNScoreClassifier`` / ``GGNScoreRegressor`` with their defaults
+  (``random_state=seed``), or with the overrides of ``--ggn-params`` (a JSON
+  object of constructor parameters, to compare candidate defaults);
+* ``mlp``: ``MLPClassifier`` / ``MLPRegressor`` defaults (``random_state=seed``);
+* ``hgb``: ``HistGradientBoostingClassifier`` / ``...Regressor`` defaults, as
+  a reference of what the data allow.
+
+Only the public API of the package is used (the estimators and the loaders of
+:mod:`sklearn_ggn.datasets`), so the panel survives internal refactoring.
+
+Tasks (``--tasks``):
+
+===============  =============================================================
+breast_cancer    bundled, 70/30 split stratified, split seed = run seed
+digits           bundled, 70/30 stratified, split seed = run seed
+diabetes         bundled, 70/30, score R² (regression)
+pendigits        the given split (7494 / 3498)
+avila            the given split (10430 / 10437)
+mnist10k         the first 10 000 training images / 255, tested on the 10 000
+                 test images
+letter           the first 15 000 rows of ``letter-recognition.data`` for
+                 training, the last 5 000 for testing; when only the LIBSVM
+                 files are present, the loader's split (10 500 / 5 000), which
+                 the table then says
+===============  =============================================================
+
+The real-data tasks read the folder of ``--data-home`` or of the
+environment variable ``SKLEARN_GGN_DATA`` (never downloaded); a task whose
+files are absent is skipped with a printed note.
+
+Timing: everything runs under ``threadpool_limits(1)`` (one BLAS thread,
+for every model alike) after an untimed numba warm-up of the package's
+kernels. The time of a model is the wall time of its ``fit`` (scaling
+included). Per seed, the GGN/MLP time ratio is taken within the same run;
+the table reports per task the median over seeds of scores, fit times and
+ratios, and the geometric mean over tasks of the median ratios.
+
+Flags: every warning of a fit is recorded; ``ConvergenceWarning`` s are
+counted, a fit whose warning says it diverged is flagged ``diverged``, and a
+fit that does not beat the trivial predictor (accuracy at most the majority
+class rate + 0.01, or R² ≤ 0) is flagged ``no learning``.
+
+Plot (matplotlib optional): test accuracy against training wall time for
+letter and mnist10k on the first seed. GGN-SCORE: one ``fit`` with the
+standardized test set as ``X_val`` (its ``history_`` records the validation
+score and the training time after every epoch, validation excluded); MLP:
+``partial_fit`` one epoch at a time (a ``RandomState`` continued across
+calls) for as many epochs as its timed ``fit`` ran, timing only the calls.
+
+Output: ``benchmarks/results/panel_<label>.md`` and ``.json`` (+ ``.png``),
+with ``<label>`` from ``--label`` (default ``full``, or ``quick``).
+
+``--quick``: the first seed only, at most 3 000 training and test rows per
+task (random subsets), no plot.
+
+Run from the repository root::
+
+    python -m benchmarks.panel --data-home DATA
+    python -m benchmarks.panel --tasks diabetes letter --seeds 0 1 2 3 4
+    python -m benchmarks.panel --ggn-params '{"damping": 10}' --label damping10
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from ._common import (
+    LoadMonitor,
+    fmt,
+    machine_stamp,
+    md_table,
+    new_figure,
+    result_path,
+    save_figure,
+    stamp_markdown,
+    _jsonable,
+)
+
+TASKS = ("breast_cancer", "digits", "diabetes", "pendigits", "avila", "mnist10k",
+         "letter")
+REAL_TASKS = ("pendigits", "avila", "mnist10k", "letter")
+MODELS = ("ggn", "mlp", "hgb")
+PLOT_TASKS = ("letter", "mnist10k")
+QUICK_ROWS = 3000
+DATA_ENV_VAR = "SKLEARN_GGN_DATA"
+
+
+class Skip(Exception):
+    """A task whose data are not available."""
+
+
+# -------------------------------------------------------------------- data
+def _data_home(args):
+    return args.data_home or os.environ.get(DATA_ENV_VAR) or None
+
+
+def _bundled(name, seed):
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+
+    loader = {"breast_cancer": datasets.load_breast_cancer,
+              "digits": datasets.load_digits,
+              "diabetes": datasets.load_diabetes}[name]
+    X, y = loader(return_X_y=True)
+    stratify = None if name == "diabetes" else y
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3,
+                                              random_state=seed, stratify=stratify)
+    return X_tr, y_tr, X_te, y_te, "70/30 split, seed = run seed"
+
+
+def _letter(home):
+    """First 15 000 / last 5 000 rows of the raw UCI file when present."""
+    import gzip
+    from pathlib import Path
+
+    folder = Path(home).expanduser() / "letter"
+    for name in ("letter-recognition.data", "letter-recognition.data.gz"):
+        path = folder / name
+        if path.is_file():
+            opener = gzip.open if name.endswith(".gz") else open
+            with opener(path, "rt") as fh:
+                rows = [line.strip().split(",") for line in fh if line.strip()]
+            y = np.array([r[0] for r in rows])
+            X = np.array([[float(v) for v in r[1:]] for r in rows])
+            return (X[:15000], y[:15000], X[15000:], y[15000:],
+                    "first 15 000 rows / last 5 000 of letter-recognition.data")
+    from sklearn_ggn.datasets import load_uci
+
+    X_tr, y_tr, X_te, y_te = load_uci("letter", data_home=home,
+                                      download_if_missing=False)
+    return X_tr, y_tr, X_te, y_te, (f"loader split {len(y_tr)} / {len(y_te)} "
+                                    "(raw file absent)")
+
+
+def load_task(name, seed, home):
+    """``(X_train, y_train, X_test, y_test, split note)``; raises Skip."""
+    if name not in REAL_TASKS:
+        return _bundled(name, seed)
+    if home is None:
+        raise Skip(f"{name}: no data folder (--data-home or {DATA_ENV_VAR})")
+    from sklearn_ggn.datasets import load_mnist, load_uci
+
+    try:
+        if name == "letter":
+            return _letter(home)
+        if name == "mnist10k":
+            X_tr, y_tr, X_te, y_te = load_mnist(data_home=home,
+                                                download_if_missing=False)
+            return (X_tr[:10000] / 255.0, y_tr[:10000], X_te / 255.0, y_te,
+                    "first 10 000 training images / 255; 10 000 test images")
+        X_tr, y_tr, X_te, y_te = load_uci(name, data_home=home,
+                                          download_if_missing=False)
+        return X_tr, y_tr, X_te, y_te, f"given split {len(y_tr)} / {len(y_te)}"
+    except (FileNotFoundError, OSError) as exc:
+        raise Skip(f"{name}: data not found ({exc})") from exc
+
+
+def _subsample(X, y, rows, seed):
+    if rows is None or len(y) <= rows:
+        return X, y
+    idx = np.random.default_rng(seed).choice(len(y), rows, replace=False)
+    return X[idx], y[idx]
+
+
+# ------------------------------------------------------------------ models
+def is_regression(task):
+    return task == "diabetes"
+
+
+def make_model(kind, regression, seed, ggn_params):
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import (HistGradientBoostingClassifier,
+                                  HistGradientBoostingRegressor)
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+
+    if kind == "ggn":
+        cls = GGNScoreRegressor if regression else GGNScoreClassifier
+        est = cls(**{"random_state": seed, **ggn_params})
+    elif kind == "mlp":
+        est = (MLPRegressor if regression else MLPClassifier)(random_state=seed)
+    else:
+        est = (HistGradientBoostingRegressor if regression
+               else HistGradientBoostingClassifier)(random_state=seed)
+    pipe = make_pipeline(StandardScaler(), est)
+    if regression:
+        return TransformedTargetRegressor(regressor=pipe,
+                                          transformer=StandardScaler())
+    return pipe
+
+
+def _final_estimator(model):
+    pipe = getattr(model, "regressor_", model)
+    return pipe[-1]
+
+
+def fit_and_score(kind, task, seed, data, ggn_params):
+    """One timed fit: dict with score, time, warnings and flags."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X_tr, y_tr, X_te, y_te = data
+    regression = is_regression(task)
+    model = make_model(kind, regression, seed, ggn_params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        model.fit(X_tr, y_tr)
+        elapsed = time.perf_counter() - t0
+    score = float(model.score(X_te, y_te))
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    diverged = any("diverge" in str(w.message) for w in caught)
+    if regression:
+        no_learning = not score > 0.0
+    else:
+        _, counts = np.unique(y_te, return_counts=True)
+        no_learning = score <= counts.max() / counts.sum() + 0.01
+    est = _final_estimator(model)
+    return {"score": score, "time": elapsed,
+            "n_iter": int(getattr(est, "n_iter_", -1)),
+            "convergence_warnings": len(conv),
+            "max_iter_reached": any("Maximum iter" in str(w.message) for w in conv),
+            "diverged": bool(diverged), "no_learning": bool(no_learning),
+            "warnings": sorted({str(w.message)[:160] for w in caught})}
+
+
+def warm_up(ggn_params):
+    """Untimed fits that compile the package's numba kernels on every path
+    the panel uses (binary / multiclass / regression, full and mini-batch,
+    dual and primal)."""
+    from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 6))
+    y3 = rng.integers(0, 3, 300)
+    params = {k: v for k, v in ggn_params.items() if k not in ("max_iter",)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for bs in (None, 32):
+            for solver in ("dual", "primal"):
+                common = dict(params, n_hidden=8, max_iter=2, batch_size=bs,
+                              linear_solver=solver, random_state=0)
+                GGNScoreClassifier(**common).fit(X, y3)
+                GGNScoreClassifier(**common).fit(X, y3 % 2)
+                GGNScoreRegressor(**common).fit(X, X[:, 0])
+        GGNScoreClassifier(**dict(params, n_hidden=8, max_iter=2,
+                                  random_state=0)).fit(X, y3)
+
+
+# ------------------------------------------------------------------- curves
+def curves(task, seed, data, ggn_params):
+    """Test accuracy against training time, GGN-SCORE and MLP (first seed)."""
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreClassifier
+
+    X_tr, y_tr, X_te, y_te = data
+    scaler = StandardScaler().fit(X_tr)
+    Xs_tr, Xs_te = scaler.transform(X_tr), scaler.transform(X_te)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ggn = GGNScoreClassifier(**{"random_state": seed, **ggn_params})
+        ggn.fit(Xs_tr, y_tr, X_val=Xs_te, y_val=y_te)
+        out["ggn"] = {"time": list(ggn.history_["time"]),
+                      "score": list(ggn.history_["validation_score"])}
+        mlp_epochs = MLPClassifier(random_state=seed).fit(Xs_tr, y_tr).n_iter_
+        mlp = MLPClassifier(random_state=np.random.RandomState(seed))
+        classes = np.unique(y_tr)
+        total, times, scores = 0.0, [], []
+        for _ in range(mlp_epochs):
+            t0 = time.perf_counter()
+            mlp.partial_fit(Xs_tr, y_tr, classes=classes)
+            total += time.perf_counter() - t0
+            times.append(total)
+            scores.append(float(mlp.score(Xs_te, y_te)))
+        out["mlp"] = {"time": times, "score": scores}
+    return out
+
+
+def plot_curves(all_curves, label, stamp):
+    try:
+        fig, axes = new_figure(ncols=len(all_curves))
+    except ImportError:
+        print("matplotlib not installed: no plot", flush=True)
+        return None
+    for ax, (task, cur) in zip(axes, all_curves.items()):
+        for kind, style in (("ggn", "o-"), ("mlp", "s-")):
+            c = cur[kind]
+            ax.plot(c["time"], c["score"], style, ms=3,
+                    label="GGN-SCORE" if kind == "ggn" else "MLPClassifier")
+        ax.set_xscale("log")
+        ax.set_xlabel("training wall time (s, one BLAS thread)")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(task)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    return save_figure(fig, "panel", label, stamp)
+
+
+# ------------------------------------------------------------------ summary
+def _median(values):
+    values = [v for v in values if v is not None and np.isfinite(v)]
+    return statistics.median(values) if values else float("nan")
+
+
+def summarize(results, models):
+    """Per task: medians over seeds; the GGN/MLP ratio per seed then median."""
+    rows, per_task = [], {}
+    for task, runs in results.items():
+        entry = {}
+        for kind in models:
+            fits = [r[kind] for r in runs.values() if kind in r]
+            entry[kind] = {
+                "score": _median([f["score"] for f in fits]),
+                "time": _median([f["time"] for f in fits]),
+                "n_iter": _median([f["n_iter"] for f in fits]),
+                "convergence_warnings": sum(f["convergence_warnings"] for f in fits),
+                "max_iter_reached": sum(f["max_iter_reached"] for f in fits),
+                "diverged": sum(f["diverged"] for f in fits),
+                "no_learning": sum(f["no_learning"] for f in fits),
+            }
+        if "ggn" in models and "mlp" in models:
+            ratios = [r["ggn"]["time"] / r["mlp"]["time"] for r in runs.values()]
+            entry["time_ratio"] = _median(ratios)
+            entry["time_ratios"] = ratios
+            entry["score_gap"] = _median([r["ggn"]["score"] - r["mlp"]["score"]
+                                          for r in runs.values()])
+        per_task[task] = entry
+    ratios = [e["time_ratio"] for e in per_task.values() if "time_ratio" in e]
+    geo = (math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+           if ratios else float("nan"))
+    return per_task, geo
+
+
+def markdown_tables(per_task, geo, models, notes, n_train):
+    headers = ["task", "train rows"]
+    for kind in models:
+        headers += [f"{kind} score", f"{kind} fit s"]
+    if "ggn" in models and "mlp" in models:
+        headers += ["ggn−mlp score", "time ratio ggn/mlp"]
+    headers += ["ggn epochs/iters", "flags"]
+    rows = []
+    for task, e in per_task.items():
+        row = [task + (" (R²)" if is_regression(task) else ""), n_train[task]]
+        for kind in models:
+            row += [e[kind]["score"], e[kind]["time"]]
+        if "time_ratio" in e:
+            row += [e["score_gap"], e["time_ratio"]]
+        flags = []
+        for kind in models:
+            k = e[kind]
+            for key, word in (("diverged", "diverged"), ("no_learning", "no learning"),
+                              ("max_iter_reached", "max_iter")):
+                if k[key]:
+                    flags.append(f"{kind} {word} ×{k[key]}")
+            other = k["convergence_warnings"] - k["max_iter_reached"]
+            if other > 0:
+                flags.append(f"{kind} {other} other ConvergenceWarning")
+        ggn_iter = e["ggn"]["n_iter"] if "ggn" in e else float("nan")
+        row += [ggn_iter, "; ".join(flags) or "-"]
+        rows.append(row)
+    text = [md_table(headers, rows), ""]
+    if np.isfinite(geo):
+        text.append(f"Geometric mean of the per-task median time ratios "
+                    f"(GGN-SCORE / MLP): **{fmt(geo, 3)}**.")
+        text.append("")
+    if notes:
+        text += ["Splits and notes:", ""] + [f"* {n}" for n in notes] + [""]
+    return "\n".join(text)
+
+
+# --------------------------------------------------------------------- main
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.panel",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-home", default=None,
+                        help=f"folder of the real data sets (else ${DATA_ENV_VAR})")
+    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=None,
+                        help="run seeds (default 0 1 2; --quick: 0)")
+    parser.add_argument("--ggn-params", default="{}",
+                        help="JSON object of GGN-SCORE parameters overriding the "
+                             "defaults, e.g. '{\"damping\": 10}'")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"first seed, at most {QUICK_ROWS} train/test rows, "
+                             "no plot")
+    parser.add_argument("--max-train", type=int, default=None,
+                        help="random subset of at most this many training rows")
+    parser.add_argument("--max-test", type=int, default=None,
+                        help="random subset of at most this many test rows")
+    parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--label", default=None,
+                        help="output name panel_<label> (default full / quick)")
+    args = parser.parse_args(argv)
+    ggn_params = json.loads(args.ggn_params)
+    if not isinstance(ggn_params, dict):
+        parser.error("--ggn-params must be a JSON object")
+    seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
+    max_train = args.max_train or (QUICK_ROWS if args.quick else None)
+    max_test = args.max_test or (QUICK_ROWS if args.quick else None)
+    label = args.label or ("quick" if args.quick else "full")
+    home = _data_home(args)
+    plot = not (args.quick or args.no_plot) and "ggn" in args.models \
+        and "mlp" in args.models
+
+    from threadpoolctl import threadpool_limits
+
+    results, notes, n_train, all_curves, skipped = {}, [], {}, {}, []
+    with threadpool_limits(limits=1), LoadMonitor() as monitor:
+        stamp = machine_stamp()
+        print(f"panel on {stamp['CPU']}; BLAS {stamp['BLAS']}; "
+              f"ggn params {ggn_params}; seeds {seeds}", flush=True)
+        warm_up(ggn_params)
+        for task in args.tasks:
+            runs = {}
+            for seed in seeds:
+                try:
+                    X_tr, y_tr, X_te, y_te, note = load_task(task, seed, home)
+                except Skip as exc:
+                    print(f"skipped {exc}", flush=True)
+                    skipped.append(str(exc))
+                    break
+                X_tr, y_tr = _subsample(X_tr, y_tr, max_train, seed)
+                X_te, y_te = _subsample(X_te, y_te, max_test, seed + 1)
+                data = (X_tr, y_tr, X_te, y_te)
+                n_train[task] = len(y_tr)
+                if seed == seeds[0]:
+                    notes.append(f"{task}: {note}; {len(y_tr)} train / "
+                                 f"{len(y_te)} test rows")
+                runs[seed] = {}
+                for kind in args.models:
+                    res = fit_and_score(kind, task, seed, data, ggn_params)
+                    runs[seed][kind] = res
+                    print(f"{task:14s} seed {seed} {kind}: score "
+                          f"{res['score']:.4f}, fit {res['time']:.2f} s, "
+                          f"iters {res['n_iter']}"
+                          + (" DIVERGED" if res["diverged"] else "")
+                          + (" NO-LEARNING" if res["no_learning"] else ""),
+                          flush=True)
+                if "ggn" in runs[seed] and "mlp" in runs[seed]:
+                    print(f"{task:14s} seed {seed} time ratio ggn/mlp "
+                          f"{runs[seed]['ggn']['time'] / runs[seed]['mlp']['time']:.2f}",
+                          flush=True)
+                if plot and task in PLOT_TASKS and seed == seeds[0]:
+                    all_curves[task] = curves(task, seed, data, ggn_params)
+            if runs:
+                results[task] = runs
+    per_task, geo = summarize(results, args.models)
+    notes += [f"skipped {s}" for s in skipped]
+    body = markdown_tables(per_task, geo, args.models, notes, n_train)
+    figure = plot_curves(all_curves, label, stamp) if all_curves else None
+    parts = ["# Panel: GGN-SCORE defaults vs scikit-learn's MLP", "",
+             f"Seeds {seeds}; medians over seeds; every fit with one BLAS "
+             "thread, each model in make_pipeline(StandardScaler(), model) "
+             "(regressors also standardize y). GGN-SCORE parameters: "
+             f"`{json.dumps(ggn_params)}` over the defaults.", "",
+             monitor.markdown(), "", body]
+    if figure is not None:
+        parts += [f"![{figure.stem}]({figure.name})", ""]
+    parts += ["## Machine", "", stamp_markdown(stamp), ""]
+    md = result_path("panel", label, ".md")
+    md.write_text("\n".join(parts))
+    payload = {"benchmark": "panel", "label": label, "seeds": seeds,
+               "ggn_params": ggn_params, "machine": stamp,
+               "load": monitor.summary(), "summary": per_task,
+               "geometric_mean_time_ratio": geo, "runs": results,
+               "curves": all_curves, "notes": notes}
+    result_path("panel", label, ".json").write_text(
+        json.dumps(_jsonable(payload), indent=1, allow_nan=True))
+    print(body)
+    print(f"wrote {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
