@@ -49,9 +49,11 @@ _SHARED_PARAMETERS = """
         trades training fit for smaller, sparser weights: with a curvature
         method that reaches the optimum, a tiny τ lets the network
         interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
-        while a large one underfits. ``"auto"`` sets ``τ = 10 / n_samples``
-        — the penalty weighs as much as ten samples' loss, so it fades as
-        data grow (1e-4 at 100 000 rows); the chosen value is ``tau_``.
+        while a large one underfits. ``"auto"`` sets
+        ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
+        in place of ``n_samples``) — the penalty weighs as much as ten
+        samples' loss, so it fades as data grow (1e-4 at 100 000 rows); the
+        chosen value is ``tau_``.
         Typical range 1e-6 to 1e-1; to tune it, search a log grid with
         ``GridSearchCV`` (e.g. ``np.logspace(-5, -1, 5)``). The evidence is
         on the documentation's defaults page.
@@ -273,7 +275,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     def __init__(self, n_hidden=100, activation="silu", scaling="ntk",
                  fit_intercept=True, regularizer="pseudo_huber", mu="auto",
-                 tau=1e-4, step_size=0.95, damping="auto", line_search=True,
+                 tau="auto", step_size=0.95, damping="adaptive", line_search=True,
                  linear_solver="auto", solver="ggn", learning_rate=1.0,
                  batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
                  early_stopping=False, validation_fraction=0.1, shuffle=True,
@@ -433,7 +435,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
                  scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
-                 mu="auto", tau=1e-4, step_size=0.95, damping="auto",
+                 mu="auto", tau="auto", step_size=0.95, damping="adaptive",
                  line_search=True, linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
