@@ -184,16 +184,22 @@ def contract_outputs_kernel(W, y, scale, out):
                 out[k, i] += w * W[k, c, i]
 
 
+@njit(**{**NUMBA_OPTIONS, "inline": "always"})
+def _dot(a, b):
+    """``Σ_i a[i] b[i]`` accumulated in float64, in index order."""
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
 @njit(**NUMBA_OPTIONS)
 def contract_hidden_kernel(W, dpre, scale, out):
     """``out[k, c] = scale · Σ_i W[k, c, i] δa[k, i]`` (hidden part of J̃ v)."""
-    b, K, n = W.shape
+    b, K, _ = W.shape
     for k in range(b):
         for c in range(K):
-            acc = 0.0
-            for i in range(n):
-                acc += W[k, c, i] * dpre[k, i]
-            out[k, c] = scale * acc
+            out[k, c] = scale * _dot(W[k, c], dpre[k])
 
 
 @njit(**NUMBA_OPTIONS)
@@ -202,10 +208,5 @@ def apply_factor_kernel(factor, z, transpose, out):
     b, K, _ = factor.shape
     for k in range(b):
         for c in range(K):
-            acc = 0.0
-            for e in range(K):
-                if transpose:
-                    acc += factor[k, e, c] * z[k, e]
-                else:
-                    acc += factor[k, c, e] * z[k, e]
-            out[k, c] = acc
+            row = factor[k, :, c] if transpose else factor[k, c]
+            out[k, c] = _dot(row, z[k])

@@ -123,43 +123,45 @@ def _open_binary(path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def _read_csv_rows(path, n_features):
-    """Comma-separated rows: ``n_features`` numbers, then the label."""
-    features, labels = [], []
+def _numbered_lines(path):
+    """``(line number, stripped line)`` of the non-blank lines of a text file."""
     with _open_text(path) as handle:
         for line_number, line in enumerate(handle, start=1):
             line = line.strip()
-            if not line:
-                continue
-            fields = [field.strip() for field in line.split(",")]
-            if len(fields) != n_features + 1:
-                raise ValueError(
-                    f"{path}, line {line_number}: expected {n_features + 1} "
-                    f"comma-separated fields, found {len(fields)}."
-                )
-            features.append([float(field) for field in fields[:-1]])
-            labels.append(fields[-1])
+            if line:
+                yield line_number, line
+
+
+def _read_csv_rows(path, n_features):
+    """Comma-separated rows: ``n_features`` numbers, then the label."""
+    features, labels = [], []
+    for line_number, line in _numbered_lines(path):
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != n_features + 1:
+            raise ValueError(
+                f"{path}, line {line_number}: expected {n_features + 1} "
+                f"comma-separated fields, found {len(fields)}."
+            )
+        features.append([float(field) for field in fields[:-1]])
+        labels.append(fields[-1])
     return np.asarray(features, dtype=np.float64).reshape(-1, n_features), labels
 
 
 def _read_libsvm(path, n_features):
     """Dense rows of a LIBSVM file (``label idx:value ...``, 1-based idx)."""
     X, labels = [], []
-    with _open_text(path) as handle:
-        for line_number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            row = np.zeros(n_features)
-            for item in fields[1:]:
-                index, _, value = item.partition(":")
-                index = int(index)
-                if not 1 <= index <= n_features:
-                    raise ValueError(f"{path}, line {line_number}: feature index "
-                                     f"{index} outside 1..{n_features}.")
-                row[index - 1] = float(value)
-            X.append(row)
-            labels.append(int(float(fields[0])))
+    for line_number, line in _numbered_lines(path):
+        fields = line.split()
+        row = np.zeros(n_features)
+        for item in fields[1:]:
+            index, _, value = item.partition(":")
+            index = int(index)
+            if not 1 <= index <= n_features:
+                raise ValueError(f"{path}, line {line_number}: feature index "
+                                 f"{index} outside 1..{n_features}.")
+            row[index - 1] = float(value)
+        X.append(row)
+        labels.append(int(float(fields[0])))
     return np.asarray(X, dtype=np.float64).reshape(-1, n_features), np.asarray(labels)
 
 
