@@ -148,7 +148,7 @@ def time_invariance(estimator, X, zero_as_unchanged=False):
     >>> from sklearn_ggn import GGNScoreRegressor
     >>> from sklearn_ggn.diagnostics import time_invariance
     >>> X = np.random.default_rng(0).standard_normal((50, 3))
-    >>> reg = GGNScoreRegressor(n_hidden=20, max_iter=5, tol=1.0,
+    >>> reg = GGNScoreRegressor(n_hidden=20, max_iter=5, tol=1.0, n_iter_no_change=1,
     ...                         store_initial_weights=True).fit(X, X[:, 0])
     >>> 0 <= time_invariance(reg, X) <= 100
     True
