@@ -10,7 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import BaseGGNScore
-from ._losses import LogLoss, SquaredError
+from ._losses import LogLoss, PoissonLoss, SquaredError
 
 _SHARED_PARAMETERS = """
     n_hidden : int, default=100
@@ -218,10 +218,20 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     A scaled one-hidden-layer network fitted with the generalized Gauss-Newton
     method regularized by a self-concordant smoothing of the ℓ1 norm, with the
-    squared-error loss ``½ (1/K) ‖Φ(x) − y‖²``.
+    squared-error loss ``½ (1/K) ‖Φ(x) − y‖²`` or the Poisson deviance of a
+    log-link model.
 %(objective)s
     Parameters
-    ----------%(parameters)s
+    ----------
+    loss : {"squared_error", "poisson"}, default="squared_error"
+        Training loss. ``"poisson"`` is the half Poisson deviance with the
+        log link, as ``MLPRegressor(loss="poisson")``: the network output Φ
+        is the log of the mean, :meth:`predict` returns ``exp(Φ)``, targets
+        must be non-negative (counts, rates, positive amounts), and the
+        curvature of the Gauss-Newton model is ``Q = diag(s exp(Φ)) / K``.
+        With several outputs the deviance is averaged over them (as the
+        squared error is here; ``MLPRegressor`` sums it).
+%(parameters)s
     Attributes
     ----------%(attributes)s
     See Also
@@ -240,14 +250,20 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     (2,)
     """)
 
-    def __init__(self, n_hidden=100, activation="silu", scaling="ntk",
-                 fit_intercept=True, regularizer="pseudo_huber", mu="auto",
-                 tau=1e-4, step_size=0.95, damping="auto", line_search=True,
-                 linear_solver="auto", solver="ggn", learning_rate=1.0,
-                 batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
-                 early_stopping=False, validation_fraction=0.1, shuffle=True,
-                 random_state=None, warm_start=False, verbose=False,
+    _parameter_constraints = {
+        **BaseGGNScore._parameter_constraints,
+        "loss": [StrOptions({"squared_error", "poisson"})],
+    }
+
+    def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
+                 scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
+                 mu="auto", tau=1e-4, step_size=0.95, damping="auto",
+                 line_search=True, linear_solver="auto", solver="ggn",
+                 learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
+                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False):
+        self.loss = loss
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -263,11 +279,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        tags.target_tags.positive_only = self.loss == "poisson"
         tags.input_tags.sparse = False
         return tags
 
     def _loss_object(self):
-        return SquaredError()
+        return PoissonLoss() if self.loss == "poisson" else SquaredError()
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
@@ -276,6 +293,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         Y = np.asarray(y, dtype=X.dtype)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
+        if self.loss == "poisson" and Y.min() < 0:
+            raise ValueError(
+                f'loss="poisson" needs non-negative targets (counts, rates or '
+                f"positive amounts), but y has {int(np.sum(Y < 0))} negative "
+                f"value(s), the smallest {Y.min():.6g}. Use "
+                f'loss="squared_error" for targets of any sign.')
         if reset:
             self._y_ndim = np.ndim(y)
             self.n_outputs_ = Y.shape[1]
@@ -285,6 +308,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return X, np.ascontiguousarray(Y)
 
     def _score_outputs(self, outputs, Y, sample_weight):
+        if self.loss == "poisson":
+            outputs = PoissonLoss.mean(outputs)
         return r2_score(Y, outputs, sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -350,11 +375,14 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            Predictions; one-dimensional when ``y`` was in ``fit``.
+            Predictions; one-dimensional when ``y`` was in ``fit``. With
+            ``loss="poisson"`` the predicted mean ``exp(Φ)``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        if self.loss == "poisson":
+            out = PoissonLoss.mean(out)
         if getattr(self, "_y_ndim", 2) == 1:
             return out[:, 0]
         return out
