@@ -12,6 +12,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import BaseGGNScore
 from ._losses import LogLoss, PoissonLoss, SquaredError
 
+# Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
+# network keeps a CSR copy and X enters only its first layer (see _network).
+_ACCEPT_SPARSE = ("csr", "csc")
+
 _SHARED_PARAMETERS = """
     n_hidden : int, default=100
         Number of hidden units n.
@@ -280,7 +284,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         tags.target_tags.positive_only = self.loss == "poisson"
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     def _loss_object(self):
@@ -288,8 +292,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             multi_output=True, y_numeric=True, ensure_min_samples=2,
-                             order="C")
+                             accept_sparse=_ACCEPT_SPARSE, multi_output=True,
+                             y_numeric=True, ensure_min_samples=2, order="C")
         Y = np.asarray(y, dtype=X.dtype)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
@@ -319,8 +323,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training inputs (float64 or float32; other dtypes become float64).
+            Sparse matrices (CSR, CSC) are never densified.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -350,7 +355,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
@@ -369,7 +374,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -379,7 +384,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             ``loss="poisson"`` the predicted mean ``exp(Φ)``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse=_ACCEPT_SPARSE)
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
         if self.loss == "poisson":
             out = PoissonLoss.mean(out)
@@ -451,7 +457,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     def _loss_object(self):
@@ -462,7 +468,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             ensure_min_samples=2, order="C")
+                             accept_sparse=_ACCEPT_SPARSE, ensure_min_samples=2,
+                             order="C")
         check_classification_targets(y)
         if reset:
             labels = unique_labels(y) if classes is None else unique_labels(classes)
@@ -498,8 +505,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training inputs (float64 or float32; other dtypes become float64).
+            Sparse matrices (CSR, CSC) are never densified.
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -529,7 +537,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
         y : array-like of shape (n_samples,)
             Class labels.
@@ -550,7 +558,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -559,7 +567,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             For two classes a 1-D score, positive for ``classes_[1]``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse=_ACCEPT_SPARSE)
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
         if len(self.classes_) == 2:
             return out[:, 0] if out.shape[1] == 1 else out[:, 1] - out[:, 0]
@@ -570,7 +579,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -592,7 +601,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -612,7 +621,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
