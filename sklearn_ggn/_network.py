@@ -10,7 +10,8 @@ explicit Jacobian is never formed when K > 1.
 
 Sparse inputs (CSR or CSC; kept as canonical CSR with the ones column
 appended as one more stored entry per row) enter only through ``X̂ Ûᵀ``,
-``X̂ δUᵀ``, ``X̂ᵀ h`` (SciPy's sparse products) and the Gram's
+``X̂ δUᵀ``, ``X̂ᵀ h`` (numba kernels over the CSR arrays: SciPy's products
+would copy the n × d̂ dense operand into another layout first) and the Gram's
 ``M_i[k, l] = Σ_j x_kj D_U[i, j] x_lj``, computed from the CSR arrays by
 :func:`~sklearn_ggn._kernels.sparse_pair_products_kernel`; X is never
 densified except in the primal form's row chunks (that form is p × p with
@@ -33,6 +34,8 @@ from ._kernels import (
     scaled_hidden_jacobian_kernel,
     sensitivities_kernel,
     sparse_pair_products_kernel,
+    sparse_rows_times_transposed_kernel,
+    sparse_transposed_rows_times_kernel,
 )
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
@@ -127,7 +130,7 @@ class TwoLayerNetwork:
     # ------------------------------------------------------------ forward
     def pre_activations(self, theta, Xa):
         """Hidden pre-activations ``A = X̂ Û ᵀ`` (b × n) on augmented inputs."""
-        return Xa @ self.unpack(theta)[0].T
+        return _times_transposed(Xa, self.unpack(theta)[0])
 
     def forward(self, theta, Xa, with_deriv=True):
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
@@ -153,7 +156,7 @@ class TwoLayerNetwork:
     def jvp(self, theta, cache, W, factor, direction):
         """``J̃ v`` (b × K) for a parameter-space direction ``v``."""
         dU, dV, db_o = self.unpack(direction)
-        dpre = cache.Xa @ dU.T  # (b, n)
+        dpre = _times_transposed(cache.Xa, dU)  # (b, n)
         b, K = W.shape[0], W.shape[1]
         out = np.empty((b, K), dtype=dpre.dtype)
         contract_hidden_kernel(W, dpre, self.kappa, out)
@@ -179,7 +182,9 @@ class TwoLayerNetwork:
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=grad.dtype)
         contract_outputs_kernel(W, y, self.kappa, hidden)
         if sp.issparse(cache.Xa):
-            gU[...] = (cache.Xa.T @ hidden).T
+            Xa = cache.Xa
+            sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                                hidden, gU)
         else:
             np.dot(hidden.T, cache.Xa, out=gU)
         if factor is None:
@@ -218,12 +223,11 @@ class TwoLayerNetwork:
         if sparse:
             # K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense
             Xa = cache.Xa
-            D_UT = np.ascontiguousarray(D_U.T)
         for k0 in range(0, b, block):
             k1 = min(b, k0 + block)
             if sparse:
                 M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                                D_UT, k0, k1, b)
+                                                D_U, k0, k1, b)
             else:
                 # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
                 M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
@@ -357,6 +361,17 @@ class TwoLayerNetwork:
                               + n * n * d_aug * d_aug + d_aug * n * n_rest)
         return {"dual": (dual_flops, dual_bytes),
                 "primal": (primal_flops, primal_bytes)}
+
+
+def _times_transposed(Xa, W):
+    """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
+    if not sp.issparse(Xa):
+        return Xa @ W.T
+    out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
+                                                                     W.dtype))
+    sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                        np.ascontiguousarray(W), out)
+    return out
 
 
 def _augment_sparse(X, fit_intercept):
