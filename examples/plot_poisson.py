@@ -21,6 +21,7 @@ deviance from the observed test counts, which also contains the noise.
 counts (training deviance near 0, test deviance far above the GLM's).
 """
 
+import os
 import time
 import warnings
 
@@ -33,6 +34,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn_ggn import GGNScoreRegressor
 from sklearn_ggn.datasets import make_teacher_student
 
+QUICK = os.environ.get("SKLEARN_GGN_QUICK") == "1"  # a smoke test
 X, f, X_test, f_test = make_teacher_student(n_train=500, n_test=2000,
                                             n_features=5, random_state=0)
 rng = np.random.default_rng(0)
@@ -47,7 +49,8 @@ models = {
                                              tau=1e-2, random_state=0),
     "MLPRegressor (poisson)": MLPRegressor(loss="poisson",
                                            hidden_layer_sizes=(100,),
-                                           max_iter=2000, random_state=0),
+                                           max_iter=200 if QUICK else 2000,
+                                           random_state=0),
     "PoissonRegressor": PoissonRegressor(alpha=1e-4),
 }
 results = {}

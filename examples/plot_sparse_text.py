@@ -17,6 +17,7 @@ bytes = 0.5 GiB. The pipeline is compared with ``MLPClassifier`` (Adam) and
 ``LogisticRegression`` on held-out documents.
 """
 
+import os
 import time
 import warnings
 
@@ -49,8 +50,10 @@ def make_documents(n_docs):
     return docs, labels
 
 
-docs, labels = make_documents(2000)
-docs_test, labels_test = make_documents(2000)
+# SKLEARN_GGN_QUICK=1 (the test suite's gallery build): a smoke test
+n_docs = 300 if os.environ.get("SKLEARN_GGN_QUICK") == "1" else 2000
+docs, labels = make_documents(n_docs)
+docs_test, labels_test = make_documents(n_docs)
 vectorize = [HashingVectorizer(n_features=2**15, alternate_sign=False),
              TfidfTransformer()]
 X = make_pipeline(*vectorize).fit_transform(docs)

@@ -82,7 +82,8 @@ _SHARED_PARAMETERS = """
     batch_size : int, "auto" or None, default="auto"
         Samples per step. ``None`` is full batch. ``"auto"`` is full batch
         while ``n_samples · n_outputs ≤ 1024`` and otherwise batches of
-        ``256 // n_outputs`` samples.
+        ``256 // n_outputs`` samples; ``partial_fit``, which sees chunks of
+        a larger data set, always takes the batches of ``256 // n_outputs``.
 
     max_iter : int, default=100
         Maximum number of iterations (full batch) or epochs (mini-batch).

@@ -146,6 +146,11 @@ class Solver:
         self.batching = batching
         self.max_iter = max_iter
         self.stopping = stopping
+        # [issue 11] False when a solve sees one chunk of a larger data set
+        # (partial_fit): its "epoch" is not a pass over the data, so the
+        # per-epoch rules (the damping's stall floor) are not applied; the
+        # per-step adaptation carries on across the chunks.
+        self.epochs_are_passes = True
 
     def solve(self, problem, theta0, rng, callback=None, state=None, time_offset=0.0):
         """Minimise ``problem`` from ``theta0``.
@@ -293,7 +298,7 @@ class Solver:
             self._check(problem.evaluate(theta, last, False).objective, theta, state)
         record = {k: sums[k] / weight_total for k in keys[:3]}
         self._add_damping(record, sums["damping"] / weight_total)
-        if damping is not None:
+        if damping is not None and self.epochs_are_passes:  # [issue 11]
             damping.end_epoch(record["objective"])
         return theta, record
 
