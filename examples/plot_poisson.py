@@ -19,9 +19,12 @@ deviance from the observed test counts, which also contains the noise.
 τ = 1e-2 regularizes the fit: with the exact curvature of a tiny τ
 (``damping="tau"``, full batch) a network this large interpolates the noisy
 counts (training deviance near 0, test deviance far above the GLM's).
+``MLPRegressor`` runs its default 200 Adam epochs (it stops before
+converging, which here acts as regularization: with ``max_iter=2000`` its
+deviance from the true means was 0.145 instead of 0.036). Both networks
+land near each other, about a third of the GLM's deviance.
 """
 
-import os
 import time
 import warnings
 
@@ -34,7 +37,6 @@ from sklearn.neural_network import MLPRegressor
 from sklearn_ggn import GGNScoreRegressor
 from sklearn_ggn.datasets import make_teacher_student
 
-QUICK = os.environ.get("SKLEARN_GGN_QUICK") == "1"  # a smoke test
 X, f, X_test, f_test = make_teacher_student(n_train=500, n_test=2000,
                                             n_features=5, random_state=0)
 rng = np.random.default_rng(0)
@@ -49,7 +51,6 @@ models = {
                                              tau=1e-2, random_state=0),
     "MLPRegressor (poisson)": MLPRegressor(loss="poisson",
                                            hidden_layer_sizes=(100,),
-                                           max_iter=200 if QUICK else 2000,
                                            random_state=0),
     "PoissonRegressor": PoissonRegressor(alpha=1e-4),
 }
