@@ -217,11 +217,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                              dtype=self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
-    def _resolve_batch_size(self, n_samples, n_outputs):
+    def _resolve_batch_size(self, n_samples, n_outputs, incremental=False):
         if self.batch_size is None:
             return n_samples
         if self.batch_size == "auto":
-            if n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS:
+            # partial_fit streams chunks of a larger data set: it
+            # takes the mini-batches a fit on all of it would, whatever the
+            # chunk's size (as damping="auto" does in _make_solver).
+            if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
+                    and not incremental):
                 return n_samples
             return max(1, min(n_samples, _AUTO_BATCH_ROWS // n_outputs))
         if self.batch_size > n_samples:
@@ -248,7 +252,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0]),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self.line_search else None,
-            self.linear_solver, batching, max_iter, stopping)
+            self.linear_solver, batching, max_iter, stopping,
+            epochs_are_passes=not incremental)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
@@ -340,7 +345,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X, Y, sample_weight,
                           regularized=self.solver != "gd")
-        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1])
+        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1], incremental)
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
         records = _Records(self, reuse)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,

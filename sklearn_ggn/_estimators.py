@@ -10,7 +10,11 @@ from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import BaseGGNScore
-from ._losses import LogLoss, SquaredError
+from ._losses import LogLoss, PoissonLoss, SquaredError
+
+# Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
+# network keeps a CSR copy and X enters only its first layer (see _network).
+_ACCEPT_SPARSE = ("csr", "csc")
 
 _SHARED_PARAMETERS = """
     n_hidden : int, default=100
@@ -107,7 +111,8 @@ _SHARED_PARAMETERS = """
     batch_size : int, "auto" or None, default="auto"
         Samples per step. ``None`` is full batch. ``"auto"`` is full batch
         while ``n_samples · n_outputs ≤ 1024`` and otherwise batches of
-        ``256 // n_outputs`` samples.
+        ``256 // n_outputs`` samples; ``partial_fit``, which sees chunks of
+        a larger data set, always takes the batches of ``256 // n_outputs``.
 
     max_iter : int, default=100
         Maximum number of iterations (full batch) or epochs (mini-batch).
@@ -251,10 +256,20 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     A scaled one-hidden-layer network fitted with the generalized Gauss-Newton
     method regularized by a self-concordant smoothing of the ℓ1 norm, with the
-    squared-error loss ``½ (1/K) ‖Φ(x) − y‖²``.
+    squared-error loss ``½ (1/K) ‖Φ(x) − y‖²`` or the Poisson deviance of a
+    log-link model.
 %(objective)s
     Parameters
-    ----------%(parameters)s
+    ----------
+    loss : {"squared_error", "poisson"}, default="squared_error"
+        Training loss. ``"poisson"`` is the half Poisson deviance with the
+        log link, as ``MLPRegressor(loss="poisson")``: the network output Φ
+        is the log of the mean, :meth:`predict` returns ``exp(Φ)``, targets
+        must be non-negative (counts, rates, positive amounts), and the
+        curvature of the Gauss-Newton model is ``Q = diag(s exp(Φ)) / K``.
+        With several outputs the deviance is averaged over them (as the
+        squared error is here; ``MLPRegressor`` sums it).
+%(parameters)s
     Attributes
     ----------%(attributes)s
     See Also
@@ -273,14 +288,20 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     (2,)
     """)
 
-    def __init__(self, n_hidden=100, activation="silu", scaling="ntk",
-                 fit_intercept=True, regularizer="pseudo_huber", mu="auto",
-                 tau="auto", step_size=0.95, damping="adaptive", line_search=True,
-                 linear_solver="auto", solver="ggn", learning_rate=1.0,
-                 batch_size="auto", max_iter=100, tol=1e-4, n_iter_no_change=10,
-                 early_stopping=False, validation_fraction=0.1, shuffle=True,
-                 random_state=None, warm_start=False, verbose=False,
+    _parameter_constraints = {
+        **BaseGGNScore._parameter_constraints,
+        "loss": [StrOptions({"squared_error", "poisson"})],
+    }
+
+    def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
+                 scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
+                 mu="auto", tau="auto", step_size=0.95, damping="adaptive",
+                 line_search=True, linear_solver="auto", solver="ggn",
+                 learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
+                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False):
+        self.loss = loss
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -296,19 +317,26 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
-        tags.input_tags.sparse = False
+        tags.target_tags.positive_only = self.loss == "poisson"
+        tags.input_tags.sparse = True
         return tags
 
     def _loss_object(self):
-        return SquaredError()
+        return PoissonLoss() if self.loss == "poisson" else SquaredError()
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             multi_output=True, y_numeric=True, ensure_min_samples=2,
-                             order="C")
+                             accept_sparse=_ACCEPT_SPARSE, multi_output=True,
+                             y_numeric=True, ensure_min_samples=2, order="C")
         Y = np.asarray(y, dtype=X.dtype)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
+        if self.loss == "poisson" and Y.min() < 0:
+            raise ValueError(
+                f'loss="poisson" needs non-negative targets (counts, rates or '
+                f"positive amounts), but y has {int(np.sum(Y < 0))} negative "
+                f"value(s), the smallest {Y.min():.6g}. Use "
+                f'loss="squared_error" for targets of any sign.')
         if reset:
             self._y_ndim = np.ndim(y)
             self.n_outputs_ = Y.shape[1]
@@ -318,6 +346,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return X, np.ascontiguousarray(Y)
 
     def _score_outputs(self, outputs, Y, sample_weight):
+        if self.loss == "poisson":
+            outputs = PoissonLoss.mean(outputs)
         return r2_score(Y, outputs, sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -327,8 +357,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training inputs (float64 or float32; other dtypes become float64).
+            Sparse matrices (CSR, CSC) are never densified.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -358,7 +389,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
@@ -377,17 +408,21 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            Predictions; one-dimensional when ``y`` was in ``fit``.
+            Predictions; one-dimensional when ``y`` was in ``fit``. With
+            ``loss="poisson"`` the predicted mean ``exp(Φ)``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse=_ACCEPT_SPARSE)
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        if self.loss == "poisson":
+            out = PoissonLoss.mean(out)
         if getattr(self, "_y_ndim", 2) == 1:
             return out[:, 0]
         return out
@@ -456,7 +491,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         return tags
 
     def _loss_object(self):
@@ -467,7 +502,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             ensure_min_samples=2, order="C")
+                             accept_sparse=_ACCEPT_SPARSE, ensure_min_samples=2,
+                             order="C")
         check_classification_targets(y)
         if reset:
             labels = unique_labels(y) if classes is None else unique_labels(classes)
@@ -503,8 +539,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training inputs (float64 or float32; other dtypes become float64).
+            Sparse matrices (CSR, CSC) are never densified.
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -534,7 +571,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
         y : array-like of shape (n_samples,)
             Class labels.
@@ -555,7 +592,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -564,7 +601,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             For two classes a 1-D score, positive for ``classes_[1]``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse=_ACCEPT_SPARSE)
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
         if len(self.classes_) == 2:
             return out[:, 0] if out.shape[1] == 1 else out[:, 1] - out[:, 0]
@@ -575,7 +613,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -605,7 +643,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns
@@ -625,7 +663,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
 
         Returns

@@ -45,6 +45,82 @@ def pair_products_kernel(Xa, k0, k1):
     return pair_products
 
 
+@njit(**NUMBA_OPTIONS)
+def sparse_pair_products_kernel(indptr, indices, data, D_U, k0, k1, b):
+    """``M_i[k, l] = Σ_j x_kj D_U[i, j] x_lj`` for CSR rows ``k0 ≤ k < k1``,
+    ``l ≥ k``, straight from the CSR arrays (sparse input).
+
+    The rows' column indices must be sorted without duplicates (canonical
+    CSR): each pair walks the two index lists once and, for every shared
+    column j, adds ``x_kj x_lj D_U[:, j]`` (read in place: a transposed copy
+    of D_U would cost more than all the pairs of a sparse batch). The cost is the pairs' shared non-zeros times n
+    (plus the list walks), instead of d̂ · n per pair for dense rows; the
+    pairs are stacked in the order of :func:`pair_products_kernel`, so the
+    result is what ``pair_products_kernel(Xa, k0, k1) @ D_U.T`` gives for the
+    densified rows.
+    """
+    n = D_U.shape[0]
+    n_pairs = 0
+    for k in range(k0, k1):
+        n_pairs += b - k
+    M = np.zeros((n_pairs, n), dtype=D_U.dtype)
+    row = 0
+    for k in range(k0, k1):
+        for l in range(k, b):
+            p, p_end = indptr[k], indptr[k + 1]
+            q, q_end = indptr[l], indptr[l + 1]
+            while p < p_end and q < q_end:
+                jp = indices[p]
+                jq = indices[q]
+                if jp == jq:
+                    w = data[p] * data[q]
+                    for i in range(n):
+                        M[row, i] += w * D_U[i, jp]
+                    p += 1
+                    q += 1
+                elif jp < jq:
+                    p += 1
+                else:
+                    q += 1
+            row += 1
+    return M
+
+
+@njit(**NUMBA_OPTIONS)
+def sparse_rows_times_transposed_kernel(indptr, indices, data, W, out):
+    """``out[k, i] = Σ_j x_kj W[i, j]`` (``X̂ Wᵀ``) for CSR rows and a dense
+    ``W`` (n × d̂, C order): the first layer's pre-activations and ``X̂ δUᵀ``.
+
+    Reads only the stored columns of each row (n values each), where SciPy
+    would first copy the n × d̂ operand into the layout its product needs.
+    """
+    b = out.shape[0]
+    n = W.shape[0]
+    for k in range(b):
+        for i in range(n):
+            out[k, i] = 0.0
+        for p in range(indptr[k], indptr[k + 1]):
+            j = indices[p]
+            x = data[p]
+            for i in range(n):
+                out[k, i] += x * W[i, j]
+
+
+@njit(**NUMBA_OPTIONS)
+def sparse_transposed_rows_times_kernel(indptr, indices, data, H, out):
+    """``out[i, j] = Σ_k H[k, i] x_kj`` (``(X̂ᵀ H)ᵀ``, n × d̂) for CSR rows: the
+    hidden-weight block of ``J̃ᵀ y``. ``out`` is overwritten; only the
+    columns stored in some row get non-zero values."""
+    b, n = H.shape
+    out[:, :] = 0.0
+    for k in range(b):
+        for p in range(indptr[k], indptr[k + 1]):
+            j = indices[p]
+            x = data[p]
+            for i in range(n):
+                out[i, j] += H[k, i] * x
+
+
 @njit(**NUMBA_OPTIONS_REDUCTION)
 def hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram):
     """Add ``κ² Σ_i W[k,c,i] W[l,c',i] M[(k,l), i]`` for rows ``k0 ≤ k < k1``.

@@ -12,7 +12,7 @@ turns the possibly non-symmetric dual system into an SPD one).
 """
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit, log_expit, xlogy
 
 
 # Plain NumPy softmax / log-sum-exp: scipy.special's versions go through its
@@ -101,4 +101,60 @@ class LogLoss:
         return residual, factor
 
 
-LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss}
+class PoissonLoss:
+    """Half Poisson deviance with the log link, averaged over the K outputs.
+
+    The network output Φ is the log of the predicted mean, ``λ = exp(Φ)``;
+    per sample
+
+        ``ℓ = (1/K) Σ_c [exp(Φ_c) − y_c Φ_c + y_c log y_c − y_c]``,
+
+    the half Poisson deviance of scikit-learn's ``MLPRegressor(loss="poisson")``
+    and ``PoissonRegressor`` (averaged, not summed, over outputs: the squared
+    error's convention here, so that τ keeps its meaning when K changes; the
+    two coincide for one output). The constant ``y log y − y`` makes a perfect
+    prediction cost zero and does not change the step. Residual
+    ``e_k = s_k (exp(Φ_k) − y_k) / K``, curvature ``Q_k = diag(s_k exp(Φ_k) / K)``
+    factored as ``A_k = diag(sqrt(s_k exp(Φ_k) / K))``.
+
+    Overflow: ``exp(Φ)`` is not clipped (a clipped exponential would make
+    the risk, residual and curvature inconsistent). Where it overflows
+    (``Φ > 709`` in float64, ``Φ > 88`` in float32) the risk is ``inf``
+    without a floating-point warning: a line-search trial there is rejected
+    (halved), and a point where the risk is infinite ends the fit as
+    diverged with the last finite parameters. Targets must be non-negative
+    (the estimator checks).
+    """
+
+    name = "poisson"
+
+    @staticmethod
+    def mean(F):
+        """The predicted mean ``exp(Φ)`` (``inf`` where it overflows)."""
+        with np.errstate(over="ignore"):
+            return np.exp(F)
+
+    def risk(self, F, Y, s):
+        K = F.shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            losses = self.mean(F) - Y * F + (xlogy(Y, Y) - Y)
+            return float(np.dot(s, losses.sum(axis=1))) / K
+
+    def constant_risk(self, Y, s):
+        """Risk of the best constant prediction (the weighted mean of Y)."""
+        mean = s @ Y
+        losses = mean - xlogy(Y, mean) + xlogy(Y, Y) - Y
+        return float(np.dot(s, losses.sum(axis=1))) / Y.shape[1]
+
+    def residual_and_factor(self, F, Y, s):
+        b, K = F.shape
+        lam = self.mean(F)
+        residual = (lam - Y) * (s / K)[:, None]
+        factor = np.zeros((b, K, K), dtype=F.dtype)
+        idx = np.arange(K)
+        factor[:, idx, idx] = np.sqrt(lam * (s / K)[:, None])
+        return residual, factor
+
+
+LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,
+          "poisson": PoissonLoss}

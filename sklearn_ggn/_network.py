@@ -7,11 +7,21 @@ where ``U_aug = [U | b_h]`` (n × d̂, d̂ = d + 1 with an intercept) and the
 inputs are augmented with a column of ones to match. All Jacobian products
 and Grams are computed from ``ρ(A)``, ``ρ'(A)``, ``X``, ``U`` and ``V``; the
 explicit Jacobian is never formed when K > 1.
+
+Sparse inputs (CSR or CSC; kept as canonical CSR with the ones column
+appended as one more stored entry per row) enter only through ``X̂ Ûᵀ``,
+``X̂ δUᵀ``, ``X̂ᵀ h`` (numba kernels over the CSR arrays: SciPy's products
+would copy the n × d̂ dense operand into another layout first) and the Gram's
+``M_i[k, l] = Σ_j x_kj D_U[i, j] x_lj``, computed from the CSR arrays by
+:func:`~sklearn_ggn._kernels.sparse_pair_products_kernel`; X is never
+densified except in the primal form's row chunks (that form is p × p with
+p ≥ n·d̂, so only small inputs can afford it).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._activations import activate
 from ._kernels import (
@@ -23,6 +33,9 @@ from ._kernels import (
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
     sensitivities_kernel,
+    sparse_pair_products_kernel,
+    sparse_rows_times_transposed_kernel,
+    sparse_transposed_rows_times_kernel,
 )
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
@@ -33,7 +46,7 @@ _BLOCK_BYTES = 64 * 2**20
 class ForwardCache:
     """What a forward pass leaves for the step: ρ(A), ρ'(A) and outputs."""
 
-    Xa: np.ndarray  # (b, d_aug)
+    Xa: np.ndarray  # (b, d_aug), or a canonical CSR matrix for sparse inputs
     rho: np.ndarray  # (b, n)
     rho_deriv: np.ndarray  # (b, n) or None
     outputs: np.ndarray  # (b, K)
@@ -99,7 +112,14 @@ class TwoLayerNetwork:
         return U, np.array(U_aug[:, -1]), np.array(V), np.array(b_o)
 
     def augment(self, X):
-        """Append the intercept column of ones to X (C-contiguous, X's dtype)."""
+        """Append the intercept column of ones to X (C-contiguous, X's dtype).
+
+        A sparse X gives a canonical CSR matrix (sorted indices, no
+        duplicates; X itself is not modified) whose ones column is stored
+        as the last entry of every row.
+        """
+        if sp.issparse(X):
+            return _augment_sparse(X, self.fit_intercept)
         if not self.fit_intercept:
             return np.ascontiguousarray(X)
         Xa = np.empty((X.shape[0], self.d_aug), dtype=X.dtype)
@@ -110,7 +130,7 @@ class TwoLayerNetwork:
     # ------------------------------------------------------------ forward
     def pre_activations(self, theta, Xa):
         """Hidden pre-activations ``A = X̂ Û ᵀ`` (b × n) on augmented inputs."""
-        return Xa @ self.unpack(theta)[0].T
+        return _times_transposed(Xa, self.unpack(theta)[0])
 
     def forward(self, theta, Xa, with_deriv=True):
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
@@ -136,7 +156,7 @@ class TwoLayerNetwork:
     def jvp(self, theta, cache, W, factor, direction):
         """``J̃ v`` (b × K) for a parameter-space direction ``v``."""
         dU, dV, db_o = self.unpack(direction)
-        dpre = cache.Xa @ dU.T  # (b, n)
+        dpre = _times_transposed(cache.Xa, dU)  # (b, n)
         b, K = W.shape[0], W.shape[1]
         out = np.empty((b, K), dtype=dpre.dtype)
         contract_hidden_kernel(W, dpre, self.kappa, out)
@@ -161,7 +181,12 @@ class TwoLayerNetwork:
         y = np.ascontiguousarray(y, dtype=grad.dtype)
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=grad.dtype)
         contract_outputs_kernel(W, y, self.kappa, hidden)
-        np.dot(hidden.T, cache.Xa, out=gU)
+        if sp.issparse(cache.Xa):
+            Xa = cache.Xa
+            sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                                hidden, gU)
+        else:
+            np.dot(hidden.T, cache.Xa, out=gU)
         if factor is None:
             z = y
         else:
@@ -185,19 +210,27 @@ class TwoLayerNetwork:
         b, K, n = W.shape
         dtype = cache.rho.dtype
         D_U, D_V, D_bo = self.unpack(D)
-        if K == 1:
+        sparse = sp.issparse(cache.Xa)
+        if K == 1 and not sparse:
             return self._gram_single_output(cache, W, factor, D_U, D_V, D_bo)
         kappa2 = self.kappa ** 2
         itemsize = np.dtype(dtype).itemsize
         gram = np.zeros((b * K, b * K), dtype=dtype)
-        # rows k per block: M holds (k, l ≥ k) pairs × n, the pair
+        # rows k per block: M holds (k, l ≥ k) pairs × n, the dense pair
         # products (k, l) × d̂
-        per_row = b * max(n, self.d_aug) * itemsize
+        per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
         block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
+        if sparse:
+            # K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense
+            Xa = cache.Xa
         for k0 in range(0, b, block):
             k1 = min(b, k0 + block)
-            # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
-            M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
+            if sparse:
+                M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                                D_U, k0, k1, b)
+            else:
+                # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
+                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
             hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
         # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
         scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
@@ -283,6 +316,8 @@ class TwoLayerNetwork:
         for k0 in range(0, b, chunk):
             sl = slice(k0, min(b, k0 + chunk))
             Wc, Xc = W[sl], Xa[sl]
+            if sp.issparse(Xc):  # a chunk of rows; the p × p matrix dwarfs it
+                Xc = Xc.toarray()
             bc = Wc.shape[0]
             # C_k[i, i'] = κ² Σ_c W[k,c,i] W[k,c,i']
             C = np.matmul(Wc.transpose(0, 2, 1), Wc).reshape(bc, n * n)
@@ -326,3 +361,37 @@ class TwoLayerNetwork:
                               + n * n * d_aug * d_aug + d_aug * n * n_rest)
         return {"dual": (dual_flops, dual_bytes),
                 "primal": (primal_flops, primal_bytes)}
+
+
+def _times_transposed(Xa, W):
+    """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
+    if not sp.issparse(Xa):
+        return Xa @ W.T
+    out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
+                                                                     W.dtype))
+    sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                        np.ascontiguousarray(W), out)
+    return out
+
+
+def _augment_sparse(X, fit_intercept):
+    """Canonical CSR copy of a sparse X, with the ones column appended as the
+    last stored entry of each row when ``fit_intercept``."""
+    X = sp.csr_array(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # sorts the indices too
+    if not fit_intercept:
+        return X
+    b, d = X.shape
+    indptr = X.indptr + np.arange(b + 1, dtype=X.indptr.dtype)
+    last = indptr[1:] - 1
+    stored = np.ones(X.nnz + b, dtype=bool)
+    stored[last] = False
+    indices = np.empty(X.nnz + b, dtype=np.result_type(X.indices.dtype, np.int32))
+    data = np.empty(X.nnz + b, dtype=X.dtype)
+    indices[stored], indices[last] = X.indices, d
+    data[stored], data[last] = X.data, 1
+    Xa = sp.csr_array((data, indices, indptr), shape=(b, d + 1))
+    Xa.has_sorted_indices = True
+    return Xa

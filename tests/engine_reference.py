@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import is_classifier
 from sklearn.datasets import make_classification
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -42,7 +43,7 @@ def _fit(est, X, y, how="fit"):
         if how == "fit":
             est.fit(X, y)
         elif how == "partial_fit":
-            kwargs = {"classes": np.unique(y)} if hasattr(est, "loss") else {}
+            kwargs = {"classes": np.unique(y)} if is_classifier(est) else {}
             for chunk in np.array_split(np.arange(len(y)), 3):
                 est.partial_fit(X[chunk], y[chunk], **kwargs)
         elif how == "warm_start":

@@ -120,6 +120,13 @@ def finite_difference_jacobian(func, x, eps=1e-6):
 def naive_risk(F, Y, s, loss):
     if loss == "squared_error":
         return 0.5 * np.sum(s[:, None] * (F - Y) ** 2) / F.shape[1]
+    if loss == "poisson":
+        # half Poisson deviance of the mean exp(F), averaged over outputs:
+        # y log(y / m) − y + m, with 0 log 0 = 0
+        m = np.exp(F)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ylog = np.where(Y > 0, Y * np.log(Y / m), 0.0)
+        return np.sum(s[:, None] * (ylog - Y + m)) / F.shape[1]
     if F.shape[1] == 1:
         p = 1 / (1 + np.exp(-F[:, 0]))
         return -np.sum(s * (Y[:, 0] * np.log(p) + (1 - Y[:, 0]) * np.log(1 - p)))
@@ -136,6 +143,12 @@ def naive_residual_and_curvature(F, Y, s, loss):
         e = (s[:, None] * (F - Y) / K).ravel()
         for k in range(b):
             Q[k * K:(k + 1) * K, k * K:(k + 1) * K] = s[k] / K * np.eye(K)
+        return e, Q
+    if loss == "poisson":
+        m = np.exp(F)
+        e = (s[:, None] * (m - Y) / K).ravel()
+        for k in range(b):
+            Q[k * K:(k + 1) * K, k * K:(k + 1) * K] = np.diag(s[k] * m[k] / K)
         return e, Q
     if K == 1:
         p = 1 / (1 + np.exp(-F[:, 0]))

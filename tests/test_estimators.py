@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import load_digits, make_classification
 from sklearn.exceptions import ConvergenceWarning
@@ -64,8 +63,6 @@ BAD_INPUT = [
      ValueError, "Found array with dim 3"),
     ("strings_in_X", GGNScoreRegressor(), np.array([["a", "b", "c"]] * 40), Y_OK,
      ValueError, "could not convert string to float"),
-    ("sparse_X", GGNScoreRegressor(), sp.csr_matrix(X_OK), Y_OK,
-     TypeError, "[Ss]parse data was passed"),
     ("continuous_labels", GGNScoreClassifier(), X_OK, Y_OK,
      ValueError, "Unknown label type"),
     ("negative_mu", GGNScoreRegressor(mu=-1.0), X_OK, Y_OK, ValueError, "'mu'"),

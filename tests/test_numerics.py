@@ -39,6 +39,8 @@ def make_problem(K=1, fit_intercept=True, loss="squared_error", b=7, d=3, n=5,
     dense = DenseNetwork(U, V, b_h, b_o, kappa, activation)
     if loss == "squared_error":
         Y = rng.standard_normal((b, K))
+    elif loss == "poisson":  # counts, zeros included
+        Y = rng.poisson(1.5, (b, K)).astype(float)
     elif K == 1:
         Y = rng.integers(0, 2, (b, 1)).astype(float)
     else:
@@ -146,7 +148,8 @@ def test_self_concordance_constants():
 
 # ------------------------------------------------------------------ losses
 @pytest.mark.parametrize("loss,K", [("squared_error", 1), ("squared_error", 3),
-                                    ("log_loss", 1), ("log_loss", 4)])
+                                    ("log_loss", 1), ("log_loss", 4),
+                                    ("poisson", 1), ("poisson", 3)])
 def test_loss_residual_and_curvature_factor(loss, K):
     _, _, _, _, Y, s = make_problem(K=K, loss=loss, weighted=True)
     F = np.random.default_rng(1).standard_normal(Y.shape)
@@ -187,7 +190,8 @@ def test_dense_jacobian_reference_matches_finite_differences(activation,
 
 
 @pytest.mark.parametrize("K,loss", [(1, "squared_error"), (3, "squared_error"),
-                                    (1, "log_loss"), (3, "log_loss")])
+                                    (1, "log_loss"), (3, "log_loss"),
+                                    (1, "poisson"), (3, "poisson")])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_structured_products_and_gram_equal_dense(K, loss, fit_intercept,
                                                   monkeypatch):
@@ -235,7 +239,8 @@ def _permute_to_package(net, M):
 
 # ------------------------------------------------------------------ the step
 CASES = [(K, loss, fi, w) for K, loss in [(1, "squared_error"), (3, "squared_error"),
-                                          (1, "log_loss"), (4, "log_loss")]
+                                          (1, "log_loss"), (4, "log_loss"),
+                                          (1, "poisson"), (3, "poisson")]
          for fi in (True, False) for w in (False, True)]
 
 
@@ -322,6 +327,7 @@ def test_step_size_rule():
 
 # ------------------------------------------------------------------ estimator step
 @pytest.mark.parametrize("Est,loss", [(GGNScoreRegressor, None),
+                                      (GGNScoreRegressor, "poisson"),
                                       (GGNScoreClassifier, "log_loss"),
                                       (GGNScoreClassifier, "squared_error")])
 @pytest.mark.parametrize("linear_solver", ["dual", "primal"])
@@ -330,7 +336,10 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     rng = np.random.default_rng(5)
     b, d, n = 12, 3, 8
     X = rng.standard_normal((b, d))
-    if Est is GGNScoreRegressor:
+    if Est is GGNScoreRegressor and loss == "poisson":
+        y = rng.poisson(2.0, b).astype(float)
+        kwargs = {"loss": loss}
+    elif Est is GGNScoreRegressor:
         y = rng.standard_normal(b)
         kwargs = {}
     else:
@@ -350,7 +359,7 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
 
     dense = DenseNetwork(U, V, b_h, b_o, 1 / np.sqrt(n), "silu")
     if Est is GGNScoreRegressor:
-        Y, loss_name = y[:, None], "squared_error"
+        Y, loss_name = y[:, None], loss or "squared_error"
     else:
         Y, loss_name = np.eye(3)[np.arange(b) % 3], loss
     s = sw / sw.sum()

@@ -14,6 +14,7 @@ or, by the Woodbury identity with ``J̃ = Aᵀ J``,
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._kernels import cholesky_solve_kernel
 from .._network import ForwardCache
@@ -77,7 +78,9 @@ def cholesky(system):
 def promote_cache(cache, dtype=np.float64):
     """The forward cache with every array in ``dtype`` (the one promotion of a
     float32 step's data)."""
-    return ForwardCache(*(None if a is None else np.asarray(a, dtype=dtype)
+    return ForwardCache(*(None if a is None
+                          else a.astype(dtype, copy=False) if sp.issparse(a)
+                          else np.asarray(a, dtype=dtype)
                           for a in (cache.Xa, cache.rho, cache.rho_deriv,
                                     cache.outputs)))
 

@@ -138,14 +138,20 @@ class Solver:
     stopping : NoImprovement or None
         Rule on the objective; None leaves stopping to ``max_iter`` and the
         callback (early stopping on validation data, ``partial_fit``).
+    epochs_are_passes : bool, default=True
+        False when a solve sees one chunk of a larger data set
+        (``partial_fit``): its "epoch" is not a pass over the data, so the
+        per-epoch rules (the damping's stall floor) are not applied, while
+        the per-step adaptation carries on across the chunks.
     """
 
     form = None
 
-    def __init__(self, batching, max_iter, stopping=None):
+    def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True):
         self.batching = batching
         self.max_iter = max_iter
         self.stopping = stopping
+        self.epochs_are_passes = epochs_are_passes
 
     def solve(self, problem, theta0, rng, callback=None, state=None, time_offset=0.0):
         """Minimise ``problem`` from ``theta0``.
@@ -300,7 +306,7 @@ class Solver:
             self._check(problem.evaluate(theta, last, False).objective, theta, state)
         record = {k: sums[k] / weight_total for k in keys[:3]}
         self._add_damping(record, sums["damping"] / weight_total)
-        if damping is not None:
+        if damping is not None and self.epochs_are_passes:
             damping.end_epoch(record["objective"])
         return theta, record
 
@@ -334,13 +340,13 @@ class GGNScoreSolver(Solver):
     linear_solver : {"auto", "dual", "primal"}
         Form of the linear system; ``"auto"`` is resolved once per ``solve``
         for the batch size (:func:`choose_linear_solver`).
-    batching, max_iter, stopping
+    batching, max_iter, stopping, epochs_are_passes
         See :class:`Solver`.
     """
 
     def __init__(self, damping, step_size, line_search, linear_solver, batching,
-                 max_iter, stopping=None):
-        super().__init__(batching, max_iter, stopping)
+                 max_iter, stopping=None, epochs_are_passes=True):
+        super().__init__(batching, max_iter, stopping, epochs_are_passes)
         self.damping = damping
         self.step_size = step_size
         self.line_search = line_search
