@@ -53,11 +53,12 @@ _SHARED_PARAMETERS = """
         trades training fit for smaller, sparser weights: with a curvature
         method that reaches the optimum, a tiny τ lets the network
         interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
-        while a large one underfits. ``"auto"`` sets
+        while a large one underfits. ``"auto"`` sets, for full-batch fits,
         ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
         in place of ``n_samples``) — the penalty weighs as much as ten
-        samples' loss, so it fades as data grow (1e-4 at 100 000 rows); the
-        chosen value is ``tau_``.
+        samples' loss — and 1e-4 for mini-batch fits and ``partial_fit``,
+        where the batches' noise already regularizes; the value used is
+        ``tau_``.
         Typical range 1e-6 to 1e-1; to tune it, search a log grid with
         ``GridSearchCV`` (e.g. ``np.logspace(-5, -1, 5)``). The evidence is
         on the documentation's defaults page.
@@ -207,8 +208,7 @@ _SHARED_ATTRIBUTES = """
         Best validation score with ``early_stopping``.
 
     tau_ : float
-        The regularization strength used (``tau``, or its ``"auto"`` value;
-        for ``partial_fit``, from the rows of the first call).
+        The regularization strength used (``tau``, or its ``"auto"`` value).
 
     linear_solver_ : str
         The form (``"dual"`` or ``"primal"``) used for the batch size of the
