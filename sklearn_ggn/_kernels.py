@@ -23,6 +23,12 @@ from numba import njit
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
+@njit(**{**NUMBA_OPTIONS, "inline": "always"})
+def _n_pairs(b, k0, k1):
+    """Number of pairs (k, l ≥ k) of b rows with k0 ≤ k < k1."""
+    return (k1 - k0) * b - ((k0 + k1 - 1) * (k1 - k0)) // 2
+
+
 @njit(**NUMBA_OPTIONS)
 def pair_products_kernel(Xa, k0, k1):
     """Rows ``Xa[k] ∘ Xa[l]`` for ``k0 ≤ k < k1`` and ``l ≥ k``, stacked.
@@ -32,10 +38,7 @@ def pair_products_kernel(Xa, k0, k1):
     give ``M_i[k, l]`` for all hidden units at once.
     """
     b, d_aug = Xa.shape
-    n_pairs = 0
-    for k in range(k0, k1):
-        n_pairs += b - k
-    pair_products = np.empty((n_pairs, d_aug), dtype=Xa.dtype)
+    pair_products = np.empty((_n_pairs(b, k0, k1), d_aug), dtype=Xa.dtype)
     row = 0
     for k in range(k0, k1):
         for l in range(k, b):
@@ -60,10 +63,7 @@ def sparse_pair_products_kernel(indptr, indices, data, D_U, k0, k1, b):
     densified rows.
     """
     n = D_U.shape[0]
-    n_pairs = 0
-    for k in range(k0, k1):
-        n_pairs += b - k
-    M = np.zeros((n_pairs, n), dtype=D_U.dtype)
+    M = np.zeros((_n_pairs(b, k0, k1), n), dtype=D_U.dtype)
     row = 0
     for k in range(k0, k1):
         for l in range(k, b):
