@@ -1,8 +1,11 @@
-"""Test configuration: hypothesis profiles for tests/test_fuzz.py.
+"""Test configuration: hypothesis profiles for tests/test_fuzz.py, and the
+local dask cluster of the distributed tests.
 
 ``default`` keeps the fuzz test inside the CI budget; run longer with
 ``python -m pytest tests/test_fuzz.py --hypothesis-profile=long``.
 """
+
+import pytest
 
 try:
     from hypothesis import HealthCheck, settings
@@ -25,3 +28,15 @@ def pytest_configure(config):
     except ValueError:
         chosen = None
     settings.load_profile(chosen or "ci")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A client of a two-process, one-thread-per-worker local dask cluster
+    (tests/test_dask.py, tests/test_incremental.py)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                  processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client

@@ -21,16 +21,6 @@ from sklearn_ggn import GGNScoreClassifier
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A client of a two-process, one-thread-per-worker local cluster."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
-
-
 # max_iter=2 is a budget: the fits stop before converging
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_grid_search_on_dask_cluster_matches_sequential(client):

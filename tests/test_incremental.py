@@ -28,16 +28,6 @@ wrappers = pytest.importorskip("dask_ml.wrappers")
 CHUNK = 192  # a multiple of the batch size: the same batches as one fit
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A client of a two-process, one-thread-per-worker local cluster."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                  processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
-        with distributed.Client(cluster) as client:
-            yield client
-
-
 def data(seed=0, n_train=960, n_test=540):
     X, y = make_classification(n_samples=n_train + n_test, n_features=10,
                                n_informative=6, n_classes=3, random_state=seed)
