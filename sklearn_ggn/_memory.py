@@ -13,7 +13,7 @@ for ``"auto"``, neither form) fits in the available memory.
 The estimates follow the allocations of
 :meth:`TwoLayerNetwork.gram <sklearn_ggn._network.TwoLayerNetwork.gram>`,
 :meth:`~sklearn_ggn._network.TwoLayerNetwork.gauss_newton_matrix` and the
-Cholesky factorization of ``_solver``; they are upper bounds of the peak of
+Cholesky factorization of the engine (``engine.cholesky``); they are upper bounds of the peak of
 one step, including what both forms share (the forward pass, the
 sensitivities and a few parameter-sized vectors), not of the training data.
 
@@ -290,19 +290,6 @@ def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
     raise MemoryError(_advice(requested, allowed, est, n_samples, n_features,
                               n_hidden, n_outputs, fit_intercept, itemsize,
                               available_bytes))
-
-
-def check_solver_memory(linear_solver, n_samples, n_features, n_hidden,
-                        n_outputs, fit_intercept=True, itemsize=8,
-                        available_bytes=None):
-    """Raise :class:`MemoryError` unless a step fits; return the form.
-
-    The same as :func:`choose_linear_solver` (the name the training loop
-    calls before a fit allocates anything).
-    """
-    return choose_linear_solver(linear_solver, n_samples, n_features, n_hidden,
-                                n_outputs, fit_intercept, itemsize,
-                                available_bytes)
 
 
 def _advice(requested, allowed, est, n_samples, n_features, n_hidden, n_outputs,

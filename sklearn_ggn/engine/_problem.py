@@ -66,9 +66,9 @@ class Problem:
     network : TwoLayerNetwork
         The network.
     loss : object
-        A loss of ``sklearn_ggn._losses`` (risk, residual and curvature factor).
+        A loss of ``engine.LOSSES`` (risk, residual and curvature factor).
     regularizer : object
-        A regularizer of ``sklearn_ggn._regularizers`` (with its μ).
+        A regularizer of ``engine.REGULARIZERS`` (with its μ).
     tau : float
         Regularization strength τ.
     X : ndarray of shape (n_samples, n_features)
