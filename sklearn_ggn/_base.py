@@ -367,8 +367,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                        for name, value in self._weights(network, theta).items()})
         fitted.update(records.attributes(result))
         fitted.update(_rng=rng, _solver_state=result.state,
-                      linear_solver_=(result.linear_solver
-                                      or getattr(self, "linear_solver_", "dual")))
+                      linear_solver_=result.linear_solver)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._report(result, incremental)

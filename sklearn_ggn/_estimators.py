@@ -210,9 +210,10 @@ _SHARED_ATTRIBUTES = """
     tau_ : float
         The regularization strength used (``tau``, or its ``"auto"`` value).
 
-    linear_solver_ : str
-        The form (``"dual"`` or ``"primal"``) used for the batch size of the
-        last fit (what ``linear_solver="auto"`` resolved to).
+    linear_solver_ : str or None
+        The form (``"dual"`` or ``"primal"``) every step of the last fit
+        used (what ``linear_solver="auto"`` resolved to); None with
+        ``solver="gd"``, which solves no linear system.
 
     n_features_in_ : int
         Number of features seen during ``fit``.

@@ -123,6 +123,7 @@ class Linearization:
     def __post_init__(self):
         self._W = None
         self._gradient = None
+        self._lin64 = None
 
     # ------------------------------------------------------------ products
     @property
@@ -282,8 +283,7 @@ class Linearization:
         not converged after :data:`MAX_MIXED_REFINEMENTS` rounds.
         """
         lin64 = self._float64()
-        r64 = lin64.network.gradient(lin64.theta, lin64.cache, lin64.residual)
-        r64 += self.reg_grad
+        r64 = lin64.gradient
         d64 = direction.astype(np.float64)
         previous = None
         for _ in range(MAX_MIXED_REFINEMENTS):
@@ -302,19 +302,16 @@ class Linearization:
         return self._float64_direction()
 
     def _float64(self):
-        """float64 copies (made once per step) of a float32 linearization;
-        the regularizer gradient stays float32 as the caller passed it."""
-        if getattr(self, "_lin64", None) is None:
-            lin64 = self.astype(np.float64)
-            lin64.reg_grad = self.reg_grad
-            self._lin64 = lin64
+        """float64 copies of a float32 linearization, made once per step
+        (float32 → float64 is exact, so its gradient is the float32 one's
+        float64 sum)."""
+        if self._lin64 is None:
+            self._lin64 = self.astype(np.float64)
         return self._lin64
 
     def _float64_direction(self):
         """The dual direction computed entirely in float64, in θ's dtype."""
-        lin64 = self._float64()
-        lin64.reg_grad = np.asarray(self.reg_grad, dtype=np.float64)
-        return lin64.direction("dual").astype(self.theta.dtype)
+        return self._float64().direction("dual").astype(self.theta.dtype)
 
 
 def _finite(direction):
