@@ -286,3 +286,95 @@ def apply_factor_kernel(factor, z, transpose, out):
         for c in range(K):
             row = factor[k, :, c] if transpose else factor[k, c]
             out[k, c] = _dot(row, z[k])
+
+
+# ------------------------------------------------ structured curvature factor
+# Every loss's factor is A_k = diag(a_k) − u_k w_kᵀ (see _losses.FactorParts).
+
+
+@njit(**NUMBA_OPTIONS)
+def structured_sensitivities_kernel(VT, a, u, w, rho_deriv, out):
+    """``out[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` for ``A_k = diag(a_k) − u_k w_kᵀ``:
+    ``(V A_k)[i, c] = V[i, c] a_kc − (V u_k)_i w_kc``, O(K n) per row instead
+    of the dense factor's O(K² n)."""
+    b, K = a.shape
+    n = VT.shape[1]
+    z = np.empty(n, dtype=out.dtype)
+    for k in range(b):
+        for i in range(n):
+            z[i] = 0.0
+        for e in range(K):
+            ue = u[k, e]
+            if ue != 0.0:
+                for i in range(n):
+                    z[i] += VT[e, i] * ue
+        for c in range(K):
+            ac = a[k, c]
+            wc = w[k, c]
+            for i in range(n):
+                out[k, c, i] = rho_deriv[k, i] * (VT[c, i] * ac - z[i] * wc)
+
+
+@njit(**NUMBA_OPTIONS)
+def pair_hidden_weights_kernel(rho_deriv, k0, k1, kappa2, M):
+    """``M[(k, l), i] *= κ² ρ'_ki ρ'_li`` in place, for the pairs of
+    :func:`pair_products_kernel` (``M_i[k, l]`` becomes the weight of
+    ``V[i, c] V[i, c']`` in the plain hidden-weight Gram block of (k, l))."""
+    b, n = rho_deriv.shape
+    row = 0
+    for k in range(k0, k1):
+        for l in range(k, b):
+            for i in range(n):
+                M[row, i] *= kappa2 * rho_deriv[k, i] * rho_deriv[l, i]
+            row += 1
+
+
+@njit(**NUMBA_OPTIONS_REDUCTION)
+def factor_transform_kernel(plain, S, a, u, w, k0, k1, gram):
+    """Write the blocks ``G̃_kl = A_kᵀ (P_kl + diag S[:, k, l]) A_l`` of the
+    Gram for rows ``k0 ≤ k < k1``, ``l ≥ k`` (both triangles).
+
+    ``plain[(k, l)]`` (K·K, row-major) is the hidden-weight block of the Gram
+    without the factor, ``P_kl = Vᵀ diag(t_kl) V`` (symmetric); ``S[(k, l)]``
+    (K) the output weights' and bias's part, diagonal in the outputs. With
+    ``A = diag(a) − u wᵀ``:
+
+        ``G̃[c, c'] = a_kc X[c, c'] a_lc' − a_kc (X u_l)_c w_lc'
+        − w_kc (Xᵀ u_k)_c' a_lc' + w_kc (u_kᵀ X u_l) w_lc'``,
+
+    O(K²) per pair.
+    """
+    b, K = a.shape
+    X = np.empty((K, K), dtype=gram.dtype)
+    x1 = np.empty(K, dtype=gram.dtype)
+    x2 = np.empty(K, dtype=gram.dtype)
+    zero = gram.dtype.type(0)
+    row = 0
+    for k in range(k0, k1):
+        for l in range(k, b):
+            for c in range(K):
+                for c2 in range(K):
+                    X[c, c2] = plain[row, c * K + c2]
+                X[c, c] += S[row, c]
+            gamma = zero
+            for c in range(K):
+                acc1 = zero
+                acc2 = zero
+                for c2 in range(K):
+                    acc1 += X[c, c2] * u[l, c2]
+                    acc2 += X[c2, c] * u[k, c2]
+                x1[c] = acc1
+                x2[c] = acc2
+                gamma += u[k, c] * acc1
+            for c in range(K):
+                akc = a[k, c]
+                wkc = w[k, c]
+                t1 = akc * x1[c]
+                t2 = wkc * gamma
+                for c2 in range(K):
+                    val = (akc * X[c, c2] - wkc * x2[c2]) * a[l, c2] \
+                        + (t2 - t1) * w[l, c2]
+                    gram[k * K + c, l * K + c2] = val
+                    if l != k:
+                        gram[l * K + c2, k * K + c] = val
+            row += 1

@@ -8,7 +8,15 @@ sample weights ``s`` (Σ s = 1) each loss gives
 * a factor ``A_k`` (K × K) of the curvature block ``Q_k = ∂²R/∂F_k² = A_k A_kᵀ``.
 
 The Gauss-Newton step only ever needs ``e`` and ``A`` (the factorisation
-turns the possibly non-symmetric dual system into an SPD one).
+turns the possibly non-symmetric dual system into an SPD one). Every factor
+here is a diagonal minus a rank-one matrix,
+
+    ``A_k = diag(a_k) − u_k w_kᵀ``,
+
+(``u = w = 0`` but for the softmax), and :meth:`residual_and_parts` gives
+``(a, u, w)``: the structured Gram kernels apply ``A`` in O(K²) per pair of
+rows instead of O(K³), and the sensitivities ``V A_k`` in O(K n) instead of
+O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 """
 
 import numpy as np
@@ -30,6 +38,40 @@ def softmax(F, axis=1):
     return e
 
 
+class FactorParts:
+    """The curvature factor ``A_k = diag(a_k) − u_k w_kᵀ`` of a batch.
+
+    Parameters
+    ----------
+    a, u, w : ndarray of shape (b, K)
+        The diagonal and the rank-one part (``u = w = 0`` for the diagonal
+        factors of the squared error, the Poisson loss and the sigmoid).
+    """
+
+    def __init__(self, a, u, w):
+        self.a = a
+        self.u = u
+        self.w = w
+
+    @classmethod
+    def diagonal(cls, a):
+        """``A_k = diag(a_k)``."""
+        zero = np.zeros_like(a)
+        return cls(a, zero, zero)
+
+    def dense(self):
+        """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
+        factor = -self.u[:, :, None] * self.w[:, None, :]
+        idx = np.arange(self.a.shape[1])
+        factor[:, idx, idx] += self.a
+        return factor
+
+    def astype(self, dtype):
+        """The parts in ``dtype``."""
+        return FactorParts(*(np.asarray(x, dtype=dtype) for x in (self.a, self.u,
+                                                                  self.w)))
+
+
 class SquaredError:
     """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``Q_k = (s_k/K) I``."""
 
@@ -45,13 +87,15 @@ class SquaredError:
         diff = Y - s @ Y
         return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / Y.shape[1]
 
-    def residual_and_factor(self, F, Y, s):
+    def residual_and_parts(self, F, Y, s):
         b, K = F.shape
         residual = (F - Y) * (s / K)[:, None]
-        factor = np.zeros((b, K, K), dtype=F.dtype)
-        idx = np.arange(K)
-        factor[:, idx, idx] = np.sqrt(s / K)[:, None]
-        return residual, factor
+        a = np.repeat(np.sqrt(s / K).astype(F.dtype, copy=False)[:, None], K, axis=1)
+        return residual, FactorParts.diagonal(a)
+
+    def residual_and_factor(self, F, Y, s):
+        residual, parts = self.residual_and_parts(F, Y, s)
+        return residual, parts.dense()
 
 
 class LogLoss:
@@ -86,19 +130,20 @@ class LogLoss:
             return expit(F)
         return softmax(F, axis=1)
 
-    def residual_and_factor(self, F, Y, s):
+    def residual_and_parts(self, F, Y, s):
         prob = self.probabilities(F)
         residual = (prob - Y) * s[:, None]
         if F.shape[1] == 1:
-            factor = np.sqrt(s * prob[:, 0] * (1.0 - prob[:, 0]))[:, None, None]
-            return residual, factor.astype(F.dtype, copy=False)
+            a = np.sqrt(s * prob[:, 0] * (1.0 - prob[:, 0]))[:, None]
+            return residual, FactorParts.diagonal(a.astype(F.dtype, copy=False))
+        # A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ)
         sqrt_prob = np.sqrt(prob)
-        factor = -prob[:, :, None] * sqrt_prob[:, None, :]
-        K = F.shape[1]
-        idx = np.arange(K)
-        factor[:, idx, idx] += sqrt_prob
-        factor *= np.sqrt(s)[:, None, None]
-        return residual, factor
+        root_s = np.sqrt(s)[:, None]
+        return residual, FactorParts(sqrt_prob * root_s, prob * root_s, sqrt_prob)
+
+    def residual_and_factor(self, F, Y, s):
+        residual, parts = self.residual_and_parts(F, Y, s)
+        return residual, parts.dense()
 
 
 class PoissonLoss:
@@ -146,14 +191,15 @@ class PoissonLoss:
         losses = mean - xlogy(Y, mean) + xlogy(Y, Y) - Y
         return float(np.dot(s, losses.sum(axis=1))) / Y.shape[1]
 
-    def residual_and_factor(self, F, Y, s):
-        b, K = F.shape
+    def residual_and_parts(self, F, Y, s):
+        K = F.shape[1]
         lam = self.mean(F)
         residual = (lam - Y) * (s / K)[:, None]
-        factor = np.zeros((b, K, K), dtype=F.dtype)
-        idx = np.arange(K)
-        factor[:, idx, idx] = np.sqrt(lam * (s / K)[:, None])
-        return residual, factor
+        return residual, FactorParts.diagonal(np.sqrt(lam * (s / K)[:, None]))
+
+    def residual_and_factor(self, F, Y, s):
+        residual, parts = self.residual_and_parts(F, Y, s)
+        return residual, parts.dense()
 
 
 LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,

@@ -23,11 +23,16 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._losses import FactorParts
+
 from ._activations import activate
 from ._kernels import (
     apply_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
+    factor_transform_kernel,
+    pair_hidden_weights_kernel,
+    structured_sensitivities_kernel,
     hidden_gram_combine_kernel,
     output_gram_kernel,
     pair_products_kernel,
@@ -145,12 +150,22 @@ class TwoLayerNetwork:
 
     # ------------------------------------------------------------ Jacobian
     def sensitivities(self, theta, cache, factor):
-        """``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` of shape (b, K, n)."""
+        """``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` of shape (b, K, n).
+
+        ``factor`` is the dense ``A`` (b, K, K) or its :class:`FactorParts`
+        (O(K n) per row instead of O(K² n)).
+        """
         _, V, _ = self.unpack(theta)
+        VT = np.ascontiguousarray(V.T)
+        if isinstance(factor, FactorParts):
+            b, K = factor.a.shape
+            W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
+            structured_sensitivities_kernel(VT, factor.a, factor.u, factor.w,
+                                            cache.rho_deriv, W)
+            return W
         b, K = factor.shape[0], factor.shape[1]
         W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
-        sensitivities_kernel(np.ascontiguousarray(V.T), np.ascontiguousarray(factor),
-                             cache.rho_deriv, W)
+        sensitivities_kernel(VT, np.ascontiguousarray(factor), cache.rho_deriv, W)
         return W
 
     def jvp(self, theta, cache, W, factor, direction):
@@ -166,7 +181,7 @@ class TwoLayerNetwork:
         if db_o is not None:
             raw += db_o
         mapped = np.empty_like(out)
-        apply_factor_kernel(np.ascontiguousarray(factor), raw, True, mapped)
+        apply_factor_kernel(_dense(factor), raw, True, mapped)
         out += mapped
         return out
 
@@ -191,7 +206,7 @@ class TwoLayerNetwork:
             z = y
         else:
             z = np.empty_like(y)
-            apply_factor_kernel(np.ascontiguousarray(factor), y, False, z)
+            apply_factor_kernel(_dense(factor), y, False, z)
         np.dot(cache.rho.T, z, out=gV)
         gV *= self.kappa
         if gb_o is not None:
@@ -206,23 +221,45 @@ class TwoLayerNetwork:
 
     # ------------------------------------------------------------ Gram
     def gram(self, theta, cache, W, factor, D):
-        """The dual-form Gram ``J̃ D J̃ᵀ`` of shape (bK, bK), never via J̃."""
+        """The dual-form Gram ``J̃ D J̃ᵀ`` of shape (bK, bK), never via J̃.
+
+        With the factor's :class:`FactorParts` (K > 1) the Gram is formed
+        without it first, ``P_kl = κ² Vᵀ diag(ρ'_k ρ'_l M_kl) V`` for all pairs
+        in one GEMM, and ``A`` is applied per pair in O(K²)
+        (:func:`~sklearn_ggn._kernels.factor_transform_kernel`); with a dense
+        factor the sensitivities W carry it (O(K² n) per pair plus O(K³) for
+        the output part).
+        """
         b, K, n = W.shape
         dtype = cache.rho.dtype
         D_U, D_V, D_bo = self.unpack(D)
         sparse = sp.issparse(cache.Xa)
         if K == 1 and not sparse:
-            return self._gram_single_output(cache, W, factor, D_U, D_V, D_bo)
+            return self._gram_single_output(cache, W, _dense(factor), D_U, D_V,
+                                            D_bo)
+        structured = isinstance(factor, FactorParts)
         kappa2 = self.kappa ** 2
         itemsize = np.dtype(dtype).itemsize
         gram = np.zeros((b * K, b * K), dtype=dtype)
         # rows k per block: M holds (k, l ≥ k) pairs × n, the dense pair
         # products (k, l) × d̂
-        per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
+        # (the structured path also holds the pairs' plain K × K blocks)
+        per_row = b * (n if sparse else max(n, self.d_aug)
+                       + (K * K if structured else 0)) * itemsize
         block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
         if sparse:
             # K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense
             Xa = cache.Xa
+        if structured:
+            _, V, _ = self.unpack(theta)
+            VV = (V[:, :, None] * V[:, None, :]).reshape(n, K * K)
+        else:
+            # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
+            scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
+            S = np.matmul(scaled, scaled.transpose(0, 2, 1))
+            S *= kappa2
+            if D_bo is not None:
+                S += D_bo[:, None, None]
         for k0 in range(0, b, block):
             k1 = min(b, k0 + block)
             if sparse:
@@ -231,14 +268,19 @@ class TwoLayerNetwork:
             else:
                 # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
                 M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
-            hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
-        # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
-        scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
-        S = np.matmul(scaled, scaled.transpose(0, 2, 1))
-        S *= kappa2
-        if D_bo is not None:
-            S += D_bo[:, None, None]
-        output_gram_kernel(np.ascontiguousarray(factor), S, gram)
+            if structured:
+                pair_hidden_weights_kernel(cache.rho_deriv, k0, k1, kappa2, M)
+                # the output part, per pair: κ² Σ_i ρ_ki ρ_li D_V[i, c] + D_bo[c]
+                S = pair_products_kernel(cache.rho, k0, k1) @ D_V
+                S *= kappa2
+                if D_bo is not None:
+                    S += D_bo
+                factor_transform_kernel(M @ VV, S, factor.a, factor.u, factor.w,
+                                        k0, k1, gram)
+            else:
+                hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
+        if not structured:
+            output_gram_kernel(np.ascontiguousarray(factor), S, gram)
         return gram
 
     def _gram_single_output(self, cache, W, factor, D_U, D_V, D_bo):
@@ -292,6 +334,7 @@ class TwoLayerNetwork:
         p = self.n_params
         dtype = cache.rho.dtype
         kappa = self.kappa
+        factor = _dense(factor)
         gn = np.empty((p, p), dtype=dtype)
 
         # Explicit J̃ for output weights / bias: J̃_R[(k,c), (i,c'')] =
@@ -361,6 +404,13 @@ class TwoLayerNetwork:
                               + n * n * d_aug * d_aug + d_aug * n * n_rest)
         return {"dual": (dual_flops, dual_bytes),
                 "primal": (primal_flops, primal_bytes)}
+
+
+def _dense(factor):
+    """The dense curvature factor (b, K, K), C-contiguous."""
+    if isinstance(factor, FactorParts):
+        return factor.dense()
+    return np.ascontiguousarray(factor)
 
 
 def _times_transposed(Xa, W):

@@ -52,7 +52,9 @@ class LinearModel:
         return cache.Xa.T @ residual[:, 0]
 
     def sensitivities(self, theta, cache, factor):
-        return factor[:, 0, 0]
+        # the built-in losses give the structured factor (FactorParts):
+        # for one output A_k = diag(a_k) is the scalar a_k
+        return factor.a[:, 0]
 
     def jvp(self, theta, cache, W, factor, v):
         return (W * (cache.Xa @ v))[:, None]

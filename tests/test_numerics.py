@@ -217,13 +217,21 @@ def test_structured_products_and_gram_equal_dense(K, loss, fit_intercept,
                                J.T @ y.ravel(), rtol=1e-10, atol=1e-12)
     D = rng.uniform(0.1, 10.0, net.n_params)
     gram_ref = J_tilde @ np.diag(to_dense_layout(net, D)) @ J_tilde.T
-    np.testing.assert_allclose(net.gram(theta, cache, W, factor, D), gram_ref,
-                               rtol=1e-10, atol=1e-12)
+    # the structured factor A_k = diag(a_k) − u_k w_kᵀ: the same dense A, the
+    # same sensitivities, the same Gram (formed without A, then A per pair)
+    _, parts = LOSSES[loss]().residual_and_parts(cache.outputs, Y, s)
+    np.testing.assert_allclose(parts.dense(), factor, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(net.sensitivities(theta, cache, parts), W,
+                               rtol=1e-12, atol=1e-14)
+    for f in (factor, parts):
+        np.testing.assert_allclose(net.gram(theta, cache, W, f, D), gram_ref,
+                                   rtol=1e-10, atol=1e-12)
     # the blocked GEMM kernel (used for K > 1 and for large K = 1 batches),
     # with blocks of one row to exercise the block boundaries
     monkeypatch.setattr(_network, "_BLOCK_BYTES", 1)
-    np.testing.assert_allclose(net.gram(theta, cache, W, factor, D), gram_ref,
-                               rtol=1e-10, atol=1e-12)
+    for f in (factor, parts):
+        np.testing.assert_allclose(net.gram(theta, cache, W, f, D), gram_ref,
+                                   rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(
         net.gauss_newton_matrix(theta, cache, W, factor),
         # in package layout: permute the dense reference
@@ -495,8 +503,38 @@ def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
         return original(*args, **kwargs)
 
     monkeypatch.setattr(threadpoolctl, "threadpool_limits", spy)
+    monkeypatch.setattr(solver, "SMALL_CHOLESKY", 20)
+    middle = solver.cholesky(system)  # NumPy's, on the caller's threads
+    assert seen == []
     monkeypatch.setattr(solver, "LARGE_CHOLESKY", 30)
     large = solver.cholesky(system)
     assert seen == [1]
-    np.testing.assert_allclose(large, small, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(large @ large.T, system, rtol=1e-12)
+    for L in (middle, large):
+        np.testing.assert_allclose(L, small, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(L @ L.T, system, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_cholesky_is_lower_triangular_and_rejects_indefinite(dtype):
+    """The direct LAPACK path for small systems: a C-contiguous lower factor
+    (upper triangle zero) in the system's dtype, the system left intact, and
+    StepFailure for an indefinite or non-finite system."""
+    import sklearn_ggn.engine._linearization as solver
+
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((12, 12))
+    system = (B @ B.T + 12 * np.eye(12)).astype(dtype)
+    before = system.copy()
+    L = solver.cholesky(system)
+    assert L.dtype == dtype and L.flags.c_contiguous
+    np.testing.assert_array_equal(np.triu(L, 1), 0)
+    np.testing.assert_array_equal(system, before)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(L @ L.T, system, rtol=rtol, atol=rtol * 12)
+    indefinite = system.copy()
+    indefinite[3, 3] = -1.0
+    with pytest.raises(solver.StepFailure, match="positive definite"):
+        solver.cholesky(indefinite)
+    system[0, 1] = np.nan
+    with pytest.raises(solver.StepFailure, match="non-finite"):
+        solver.cholesky(system)

@@ -52,10 +52,12 @@ def test_sparse_products_and_grams_equal_dense(K, loss, fit_intercept,
     for Xa in (dense, sparse):
         cache = net.forward(theta, Xa)
         _, factor = LOSSES[loss]().residual_and_factor(cache.outputs, Y, s)
+        _, parts = LOSSES[loss]().residual_and_parts(cache.outputs, Y, s)
         W = net.sensitivities(theta, cache, factor)
         out.append([cache.outputs, net.jvp(theta, cache, W, factor, v),
                     net.vjp(theta, cache, W, factor, y),
                     net.gram(theta, cache, W, factor, D),
+                    net.gram(theta, cache, W, parts, D),
                     net.gauss_newton_matrix(theta, cache, W, factor)])
     for ours, ref in zip(out[1], out[0]):
         np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-14)

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import get_lapack_funcs
 
 from .._kernels import cholesky_solve_kernel
+from .._losses import FactorParts
 from .._network import ForwardCache
 
 # Refine the dual solution when ‖D r‖ / ‖d‖ exceeds this (digits lost to
@@ -34,6 +36,11 @@ MIXED_CONVERGED = float(np.finfo(np.float32).eps)
 # Order from which the Cholesky factorization runs on one BLAS thread (see
 # cholesky).
 LARGE_CHOLESKY = 12_000
+# Orders up to which SciPy's LAPACK potrf is called directly: NumPy's
+# np.linalg.cholesky took 2-2.7x longer on one thread for orders 120-500
+# (m = 234, the letter mini-batch: 0.84 vs 0.31 ms); see cholesky for why
+# larger systems stay with NumPy.
+SMALL_CHOLESKY = 512
 
 
 class StepFailure(Exception):
@@ -43,11 +50,13 @@ class StepFailure(Exception):
 def cholesky(system):
     """Cholesky factor of a (symmetric positive definite) Gauss-Newton system.
 
-    The factorization uses NumPy's LAPACK, the same OpenBLAS thread pool as
-    the Gram's syrk and every other product; numba's ``np.linalg.cholesky``
-    goes through SciPy's separate OpenBLAS, whose threads were starved by
-    NumPy's still-spinning ones right after the syrk (measured: 9 ms alone,
-    94 ms after the syrk, for m = 1000). The triangular solves are numba loops.
+    Systems of order above :data:`SMALL_CHOLESKY` use NumPy's LAPACK, the
+    same OpenBLAS thread pool as the Gram's syrk and every other product;
+    SciPy's (and numba's ``np.linalg.cholesky``) is a separate OpenBLAS, whose
+    threads were starved by NumPy's still-spinning ones right after the syrk
+    (measured: 9 ms alone, 94 ms after the syrk, for m = 1000). Small systems
+    call SciPy's ``potrf`` directly (2-2.7x faster there on one thread). The
+    triangular solves are numba loops.
 
     Raises
     ------
@@ -57,6 +66,17 @@ def cholesky(system):
     """
     if not np.all(np.isfinite(system)):
         raise StepFailure("the Gauss-Newton system has non-finite entries")
+    if system.shape[0] <= SMALL_CHOLESKY:
+        # Small systems: SciPy's potrf directly (no NumPy gufunc machinery);
+        # SciPy's OpenBLAS is the one whose threads NumPy's could starve, but
+        # a step this small runs on one BLAS thread (the solver's policy), and
+        # otherwise the factorization is a negligible part of its step.
+        potrf, = get_lapack_funcs(("potrf",), (system,))
+        factor, info = potrf(system, lower=1, clean=1, overwrite_a=0)
+        if info != 0:
+            raise StepFailure(
+                "the Gauss-Newton system is not numerically positive definite")
+        return np.ascontiguousarray(factor)
     try:
         if system.shape[0] < LARGE_CHOLESKY:
             return np.linalg.cholesky(system)
@@ -104,8 +124,10 @@ class Linearization:
         Forward pass at θ on the batch, with activation derivatives.
     residual : ndarray of shape (b, K)
         ``e = ∂R/∂Φ``.
-    factor : ndarray of shape (b, K, K)
-        ``A`` with ``Q_k = A_k A_kᵀ``.
+    factor : ndarray of shape (b, K, K) or FactorParts
+        ``A`` with ``Q_k = A_k A_kᵀ``, dense or as the parts of
+        ``A_k = diag(a_k) − u_k w_kᵀ`` (the structured Gram, see
+        ``TwoLayerNetwork.gram``).
     reg_grad : ndarray of shape (p,)
         ``∇g(θ)``.
     D : ndarray of shape (p,)
@@ -124,6 +146,16 @@ class Linearization:
         self._W = None
         self._gradient = None
         self._lin64 = None
+        self._dense_factor = None
+
+    @property
+    def dense_factor(self):
+        """``A`` of shape (b, K, K) (built once from its parts)."""
+        if self._dense_factor is None:
+            self._dense_factor = (self.factor.dense()
+                                  if isinstance(self.factor, FactorParts)
+                                  else np.ascontiguousarray(self.factor))
+        return self._dense_factor
 
     # ------------------------------------------------------------ products
     @property
@@ -144,11 +176,11 @@ class Linearization:
 
     def jvp(self, v):
         """``J̃ v`` of shape (b, K)."""
-        return self.network.jvp(self.theta, self.cache, self.W, self.factor, v)
+        return self.network.jvp(self.theta, self.cache, self.W, self.dense_factor, v)
 
     def vjp(self, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K)."""
-        return self.network.vjp(self.theta, self.cache, self.W, self.factor, y)
+        return self.network.vjp(self.theta, self.cache, self.W, self.dense_factor, y)
 
     def gram(self):
         """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK)."""
@@ -157,7 +189,7 @@ class Linearization:
     def gauss_newton_matrix(self):
         """The primal ``J̃ᵀ J̃`` of shape (p, p)."""
         return self.network.gauss_newton_matrix(self.theta, self.cache, self.W,
-                                                self.factor)
+                                                self.dense_factor)
 
     # Factorization and triangular solves are methods so that a profiler can
     # time them on the class (benchmarks/step_cost.py).
@@ -174,6 +206,8 @@ class Linearization:
     def astype(self, dtype):
         """The same linearization with every array in ``dtype``."""
         def cast(a):
+            if isinstance(a, FactorParts):
+                return a.astype(dtype)
             return np.asarray(a, dtype=dtype)
 
         return Linearization(self.network, cast(self.theta),

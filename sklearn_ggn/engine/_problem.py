@@ -170,8 +170,11 @@ class Problem:
             cache = promote_cache(cache, dtype)
             Y = Y.astype(dtype, copy=False)
             s = s.astype(dtype, copy=False)
-        residual, factor = self.loss.residual_and_factor(
-            cache.outputs, Y, s.astype(cache.outputs.dtype, copy=False))
+        # the structured factor when the loss gives one (all built-in losses)
+        curvature = getattr(self.loss, "residual_and_parts",
+                            self.loss.residual_and_factor)
+        residual, factor = curvature(cache.outputs, Y,
+                                     s.astype(cache.outputs.dtype, copy=False))
         reg_grad, D, eta = self.regularizer.step_quantities(theta, self.tau,
                                                             curvature_scale)
         return Linearization(self.network, theta, cache, residual, factor, reg_grad,
