@@ -180,9 +180,7 @@ class TwoLayerNetwork:
         raw *= self.kappa
         if db_o is not None:
             raw += db_o
-        mapped = np.empty_like(out)
-        apply_factor_kernel(_dense(factor), raw, True, mapped)
-        out += mapped
+        out += _apply_factor(factor, raw, True)
         return out
 
     def vjp(self, theta, cache, W, factor, y):
@@ -191,33 +189,39 @@ class TwoLayerNetwork:
         With ``factor=None`` and ``W`` from an identity factor this is the
         plain ``Jᵀ e`` of the gradient.
         """
+        dtype = cache.rho.dtype
+        y = np.ascontiguousarray(y, dtype=dtype)
+        hidden = np.empty((W.shape[0], W.shape[2]), dtype=dtype)
+        contract_outputs_kernel(W, y, self.kappa, hidden)
+        z = y if factor is None else _apply_factor(factor, y, False)
+        return self._backpropagate(cache, hidden, z)
+
+    def gradient(self, theta, cache, residual):
+        """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``:
+        the hidden layer's error ``κ ρ' ∘ (e Vᵀ)`` is one GEMM."""
+        _, V, _ = self.unpack(theta)
+        e = np.ascontiguousarray(residual, dtype=cache.rho.dtype)
+        hidden = e @ V.T
+        hidden *= cache.rho_deriv
+        hidden *= self.kappa
+        return self._backpropagate(cache, hidden, e)
+
+    def _backpropagate(self, cache, hidden, z):
+        """θ-space vector from the hidden layer's error ``hidden`` (b × n) and
+        the output-space vector ``z`` (b × K): ``[hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]``."""
         grad = np.empty(self.n_params, dtype=cache.rho.dtype)
         gU, gV, gb_o = self.unpack(grad)
-        y = np.ascontiguousarray(y, dtype=grad.dtype)
-        hidden = np.empty((W.shape[0], W.shape[2]), dtype=grad.dtype)
-        contract_outputs_kernel(W, y, self.kappa, hidden)
         if sp.issparse(cache.Xa):
             Xa = cache.Xa
             sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
                                                 hidden, gU)
         else:
             np.dot(hidden.T, cache.Xa, out=gU)
-        if factor is None:
-            z = y
-        else:
-            z = np.empty_like(y)
-            apply_factor_kernel(_dense(factor), y, False, z)
         np.dot(cache.rho.T, z, out=gV)
         gV *= self.kappa
         if gb_o is not None:
             gb_o[:] = z.sum(axis=0)
         return grad
-
-    def gradient(self, theta, cache, residual):
-        """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``."""
-        _, V, _ = self.unpack(theta)
-        W = np.ascontiguousarray(V.T[None, :, :] * cache.rho_deriv[:, None, :])
-        return self.vjp(theta, cache, W, None, residual)
 
     # ------------------------------------------------------------ Gram
     def gram(self, theta, cache, W, factor, D):
@@ -404,6 +408,19 @@ class TwoLayerNetwork:
                               + n * n * d_aug * d_aug + d_aug * n * n_rest)
         return {"dual": (dual_flops, dual_bytes),
                 "primal": (primal_flops, primal_bytes)}
+
+
+def _apply_factor(factor, z, transpose):
+    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row k; O(K) per
+    row for :class:`FactorParts` (``A = diag(a) − u wᵀ``)."""
+    if isinstance(factor, FactorParts):
+        left, right = (factor.w, factor.u) if transpose else (factor.u, factor.w)
+        out = factor.a * z
+        out -= left * np.einsum("ij,ij->i", right, z)[:, None]
+        return out
+    out = np.empty_like(z)
+    apply_factor_kernel(np.ascontiguousarray(factor), z, transpose, out)
+    return out
 
 
 def _dense(factor):

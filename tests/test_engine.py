@@ -340,10 +340,14 @@ def test_adaptive_damping_rule():
     assert not d.accept(1.6, 1.0) and d.lam == pytest.approx(0.3)  # undo, ×3
     assert d.accept(1.0, 1.0) and d.lam == pytest.approx(0.3 * 0.995)
     d.end_epoch(1.0)
-    d.end_epoch(0.995)  # improved by < 1 %: the floor rises
-    assert d.floor == pytest.approx(0.3) and d.stalls == 1 and not d.converged()
+    d.end_epoch(0.995)  # improved by < 1 %: the floor rises by 1.5
+    assert d.floor == pytest.approx(0.15) and d.stalls == 1 and not d.converged()
+    assert d.lam == pytest.approx(0.3 * 0.995)  # above the new floor: kept
     d.end_epoch(0.994)
-    assert d.converged() and d.floor == pytest.approx(0.9) and d.lam >= 0.9
+    assert d.stalls == 2 and not d.converged()
+    d.end_epoch(0.993)  # the third stalled epoch in a row
+    assert d.converged() and d.floor == pytest.approx(0.1 * 1.5**3)
+    assert d.lam == pytest.approx(0.3375)  # raised to the floor
     d.end_epoch(0.5)
     assert d.stalls == 0 and not d.converged()
 

@@ -223,6 +223,12 @@ def test_structured_products_and_gram_equal_dense(K, loss, fit_intercept,
     np.testing.assert_allclose(parts.dense(), factor, rtol=1e-14, atol=1e-16)
     np.testing.assert_allclose(net.sensitivities(theta, cache, parts), W,
                                rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(net.jvp(theta, cache, W, parts, v).ravel(),
+                               J_tilde @ to_dense_layout(net, v), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(to_dense_layout(net, net.vjp(theta, cache, W, parts,
+                                                            y)),
+                               J_tilde.T @ y.ravel(), rtol=1e-10, atol=1e-12)
     for f in (factor, parts):
         np.testing.assert_allclose(net.gram(theta, cache, W, f, D), gram_ref,
                                    rtol=1e-10, atol=1e-12)

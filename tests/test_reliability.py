@@ -73,9 +73,13 @@ def _raising_cholesky(monkeypatch, exc):
     def boom(*args, **kwargs):
         raise exc
 
+    import sklearn_ggn.engine._linearization as linearization
+
     monkeypatch.setattr(np.linalg, "cholesky", boom)
     monkeypatch.setattr(scipy.linalg, "cholesky", boom)
     monkeypatch.setattr(scipy.linalg, "cho_factor", boom)
+    # small systems call LAPACK's potrf directly
+    monkeypatch.setattr(linearization, "get_lapack_funcs", boom)
 
 
 ESTIMATORS = [

@@ -66,18 +66,18 @@ def cholesky(system):
     """
     if not np.all(np.isfinite(system)):
         raise StepFailure("the Gauss-Newton system has non-finite entries")
-    if system.shape[0] <= SMALL_CHOLESKY:
-        # Small systems: SciPy's potrf directly (no NumPy gufunc machinery);
-        # SciPy's OpenBLAS is the one whose threads NumPy's could starve, but
-        # a step this small runs on one BLAS thread (the solver's policy), and
-        # otherwise the factorization is a negligible part of its step.
-        potrf, = get_lapack_funcs(("potrf",), (system,))
-        factor, info = potrf(system, lower=1, clean=1, overwrite_a=0)
-        if info != 0:
-            raise StepFailure(
-                "the Gauss-Newton system is not numerically positive definite")
-        return np.ascontiguousarray(factor)
     try:
+        if system.shape[0] <= SMALL_CHOLESKY:
+            # Small systems: SciPy's potrf directly (no NumPy gufunc
+            # machinery); SciPy's OpenBLAS is the one whose threads NumPy's
+            # could starve, but a step this small runs on one BLAS thread (the
+            # solver's policy), or else the factorization is a negligible part
+            # of its step.
+            potrf, = get_lapack_funcs(("potrf",), (system,))
+            factor, info = potrf(system, lower=1, clean=1, overwrite_a=0)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"potrf info={info}")
+            return np.ascontiguousarray(factor)
         if system.shape[0] < LARGE_CHOLESKY:
             return np.linalg.cholesky(system)
         # OpenBLAS's multithreaded potrf (0.3.30 in NumPy's wheels, 0.3.31 in
@@ -176,11 +176,11 @@ class Linearization:
 
     def jvp(self, v):
         """``J̃ v`` of shape (b, K)."""
-        return self.network.jvp(self.theta, self.cache, self.W, self.dense_factor, v)
+        return self.network.jvp(self.theta, self.cache, self.W, self.factor, v)
 
     def vjp(self, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K)."""
-        return self.network.vjp(self.theta, self.cache, self.W, self.dense_factor, y)
+        return self.network.vjp(self.theta, self.cache, self.W, self.factor, y)
 
     def gram(self):
         """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK)."""

@@ -47,8 +47,9 @@ class AdaptiveDamping:
     * otherwise ``λ ← max(λ_floor, decay·λ)``.
 
     At the end of an epoch whose mean objective improved by less than
-    ``stall`` (relative), the floor itself is raised by ``increase``:
-    when progress stalls the damping rises rather than the fit stopping;
+    ``stall`` (relative), the floor itself is raised by ``stall_increase``:
+    when progress stalls the damping rises rather than the fit stopping (a
+    gentle schedule: the noise of the steps falls while they keep moving);
     after ``patience`` such epochs in a row the fit has converged.
     The state (λ, floor, the last epoch's objective) is carried across
     epochs, warm starts and ``partial_fit`` calls.
@@ -60,19 +61,24 @@ class AdaptiveDamping:
     initial : float, default=0.1
         λ and its floor at the start.
     increase : float, default=3.0
+        Factor on λ after a rejected step.
     decay : float, default=0.995
+        Factor on λ after an accepted step (down to the floor).
     reject_ratio : float, default=1.5
     stall : float, default=0.01
-    patience : int, default=2
+    patience : int, default=3
+    stall_increase : float, default=1.5
+        Factor on the floor after a stalled epoch.
     """
 
     adaptive = True
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
-                 reject_ratio=1.5, stall=0.01, patience=2):
+                 reject_ratio=1.5, stall=0.01, patience=3, stall_increase=1.5):
         self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
+        self.stall_increase = stall_increase
         self.decay = decay
         self.reject_ratio = reject_ratio
         self.stall = stall
@@ -98,7 +104,7 @@ class AdaptiveDamping:
         """Raise the floor after an epoch without progress."""
         last = self.last_epoch_objective
         if last is not None and objective > (1.0 - self.stall) * last:
-            self.floor *= self.increase
+            self.floor *= self.stall_increase
             self.lam = max(self.lam, self.floor)
             self.stalls += 1
         else:
