@@ -38,6 +38,30 @@ except ImportError:  # pragma: no cover - older scikit-learn
 # batch_size="auto": full batch while the dual system b·K stays this small.
 _AUTO_FULL_BATCH_ROWS = 1024
 _AUTO_BATCH_ROWS = 256
+# ... and for several outputs, mini-batches of the b that minimizes a step's
+# cost per row (see _auto_batch_rows), with this weight on the per-step
+# passes over all p parameters, fitted to the measured cost of a compiled
+# epoch on letter, avila, pendigits and MNIST (optima b = 3-4, 5-8, 5-8 and
+# 16-25 rows; issue 8 study).
+_AUTO_STEP_PASSES = 290.0
+
+
+def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
+    """Rows per mini-batch of ``batch_size="auto"`` for several outputs.
+
+    A step on b rows costs about ``c p`` (passes over the p parameters),
+    ``b² (d̂ + K²) n / 2`` (the Gram's row pairs) and ``(bK)³ / 3`` (its
+    Cholesky factorization): the b in ``[2, 256 // K]`` with the smallest
+    cost per row.
+    """
+    K, n = n_outputs, n_hidden
+    d_aug = n_features + int(fit_intercept)
+    p = n * d_aug + n * K + K * int(fit_intercept)
+    upper = max(2, _AUTO_BATCH_ROWS // K)
+    b = np.arange(2, upper + 1, dtype=float)
+    per_row = (_AUTO_STEP_PASSES * p / b + b * (d_aug + K * K) * n / 2.0
+               + b * b * K**3 / 3.0)
+    return int(b[np.argmin(per_row)])
 # tau="auto": the penalty weighs as much as this many samples' loss
 # (τ = c / n_samples). Chosen on 8 small data sets (issue 8 study, seeds 0-2):
 # c = 5-10 put all of them within 0.01 of scikit-learn's MLP or above it
@@ -224,7 +248,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                              dtype=self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
-    def _resolve_batch_size(self, n_samples, n_outputs, incremental=False):
+    def _resolve_batch_size(self, n_samples, n_features, n_outputs,
+                            incremental=False):
         if self.batch_size is None:
             return n_samples
         if self.batch_size == "auto":
@@ -234,7 +259,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
-            return max(1, min(n_samples, _AUTO_BATCH_ROWS // n_outputs))
+            if n_outputs == 1:
+                return min(n_samples, _AUTO_BATCH_ROWS)
+            return min(n_samples, _auto_batch_rows(n_features, self.n_hidden,
+                                                   n_outputs, self.fit_intercept))
         if self.batch_size > n_samples:
             warnings.warn(f"batch_size={self.batch_size} is larger than the "
                           f"{n_samples} training samples; using a full batch.")
@@ -340,7 +368,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a huge step): standardize with StandardScaler, and for heavy "
                 "tails use RobustScaler or QuantileTransformer, or clip the "
                 "features.", UserWarning)
-        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1], incremental)
+        batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
+                                              incremental)
         if self.tau != "auto":
             tau = float(self.tau)
         elif incremental or batch_size < X.shape[0]:

@@ -16,7 +16,9 @@ directly (measured before rewriting, as the largest difference over the
 largest stored value: float64 ≤ 2.1e-10 in the ill-conditioned full-batch
 fits, ≤ 3.2e-15 in mini-batch ones; float32 3.5e-7 in mini-batch and 1.1e-4
 in the six full-batch iterations, where the old and the new float32 fits
-are both 2e-5 to 1.4e-4 from the same fit in float64).
+are both 2e-5 to 1.4e-4 from the same fit in float64); and once more when
+float64 mini-batch epochs began running compiled (``engine/_compiled.py``:
+≤ 7e-16 absolute from the Python epoch on these fits).
 """
 
 import warnings
@@ -133,8 +135,9 @@ def blas_signature():
     import numpy  # noqa: F401  (loads the BLAS threadpool_info reports)
 
     info = [i for i in threadpool_info() if i["user_api"] == "blas"]
-    return ";".join(f"{i['internal_api']}-{i['version']}-{i.get('architecture')}"
-                    for i in info)
+    # sorted: threadpoolctl lists the libraries in the order they were loaded
+    return ";".join(sorted(f"{i['internal_api']}-{i['version']}-"
+                           f"{i.get('architecture')}" for i in info))
 
 
 if __name__ == "__main__":

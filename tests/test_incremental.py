@@ -91,8 +91,10 @@ def test_incremental_matches_fit_statistically_with_adaptive_damping(client):
 
 
 def test_partial_fit_auto_batch_size_is_the_fits_mini_batch():
-    """batch_size="auto" in partial_fit: batches of 256 // K rows whatever
+    """batch_size="auto" in partial_fit: the mini-batches of a fit whatever
     the chunk's size (a full-batch step per chunk would be another method)."""
+    from sklearn_ggn._base import _auto_batch_rows
+
     rng = np.random.default_rng(0)
     X = rng.standard_normal((600, 4))
     with warnings.catch_warnings():
@@ -102,4 +104,9 @@ def test_partial_fit_auto_batch_size_is_the_fits_mini_batch():
         clf = GGNScoreClassifier(n_hidden=8, random_state=0)
         clf.partial_fit(X, np.arange(600) % 4)
     assert reg.t_ == 2  # 256 and 344 (the short last 88 rows merged)
-    assert clf.t_ == 9  # batches of 256 // 4 = 64, the last 24 rows merged
+    rows = _auto_batch_rows(4, 8, 4, True)  # the cost rule for K = 4 outputs
+    assert 2 <= rows <= 256 // 4
+    # every batch of `rows`, a short last one merged
+    rest = 600 % rows
+    n_batches = 600 // rows + (rest > 0) - (0 < rest < rows / 2)
+    assert clf.t_ == n_batches

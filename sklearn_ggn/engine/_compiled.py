@@ -1,0 +1,505 @@
+"""One mini-batch epoch of GGN-SCORE as a single compiled function.
+
+The solver's Python loop (``Solver._epoch``) spends most of a small step in
+the interpreter: at the batch sizes mini-batch GGN can afford (b·K ≈ 250),
+the Gram, the Cholesky factorization and the triangular solves take well
+under a millisecond, the glue between them as long again. This module runs
+the same epoch — the same batches, adaptive damping test, step, step size,
+line search and divergence checks, in the same order — inside one numba
+function, calling the very kernels of the Python path (activations,
+regularizer passes, structured Gram, sensitivities, Jacobian contractions,
+triangular solves). It differs from the Python path only in round-off, and
+``tests/test_compiled.py`` holds the two to each other.
+
+It covers the estimators' mini-batch configurations in float64 with dense
+inputs and the dual form; anything else (float32, sparse inputs, the primal
+form, custom losses, regularizers, networks or strategies) runs in Python
+(:func:`compiled_epoch_arguments` returns None for it).
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._activations import ACTIVATIONS, _activate_kernel
+from .._config import NUMBA_OPTIONS
+from .._kernels import (
+    cholesky_solve_kernel,
+    contract_hidden_kernel,
+    contract_outputs_kernel,
+    factor_transform_kernel,
+    pair_hidden_weights_kernel,
+    pair_products_kernel,
+    structured_sensitivities_kernel,
+)
+from .._losses import LogLoss, PoissonLoss, SquaredError
+from .._network import TwoLayerNetwork
+from .._regularizers import _step_quantities_kernel, _value_sum_kernel
+from ._linearization import REFINE_CANCELLATION
+from ._strategies import (
+    AdaptiveDamping,
+    AdaptiveStepSize,
+    ArmijoLineSearch,
+    Batching,
+    FixedDamping,
+)
+
+_LOSS_CODES = {SquaredError: 0, LogLoss: 1, PoissonLoss: 2}
+
+# Status codes of an epoch (0: completed)
+OK, NON_FINITE, GREW, NOT_PD, DIRECTION, PARAMETERS, SYSTEM = 0, 1, 2, 3, 4, 5, 6
+MESSAGES = {
+    NON_FINITE: "non-finite objective or parameters",
+    SYSTEM: "the Gauss-Newton system has non-finite entries",
+    NOT_PD: "the Gauss-Newton system is not numerically positive definite",
+    DIRECTION: "the Gauss-Newton direction is not finite",
+    PARAMETERS: "non-finite parameters",
+}
+
+
+# ------------------------------------------------------------ network
+@njit(**NUMBA_OPTIONS)
+def _forward(theta, Xb, n, K, kappa, act, fit_intercept, with_deriv):
+    """ρ, ρ' (or ρ again without derivatives) and the outputs Φ on a batch."""
+    b, d_aug = Xb.shape
+    p_u = n * d_aug
+    U = theta[:p_u].reshape((n, d_aug))
+    V = theta[p_u:p_u + n * K].reshape((n, K))
+    pre = Xb @ U.T
+    rho = np.empty((b, n))
+    rho_d = np.empty((b, n)) if with_deriv else rho
+    _activate_kernel(pre.reshape(b * n), act, rho.reshape(b * n),
+                     rho_d.reshape(b * n), with_deriv)
+    F = rho @ V
+    for k in range(b):
+        for c in range(K):
+            F[k, c] *= kappa
+            if fit_intercept:
+                F[k, c] += theta[p_u + n * K + c]
+    return rho, rho_d, F
+
+
+@njit(**NUMBA_OPTIONS)
+def _log_expit(x):
+    if x >= 0:
+        return -math.log1p(math.exp(-x))
+    return x - math.log1p(math.exp(x))
+
+
+@njit(**NUMBA_OPTIONS)
+def _risk(F, Y, s, loss):
+    """``Σ_k s_k ℓ(F_k, Y_k)`` (the formulas of ``_losses``)."""
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        acc = 0.0
+        if loss == 0:
+            for c in range(K):
+                diff = F[k, c] - Y[k, c]
+                acc += diff * diff
+            acc *= 0.5 / K
+        elif loss == 1:
+            if K == 1:
+                acc = -(Y[k, 0] * _log_expit(F[k, 0])
+                        + (1.0 - Y[k, 0]) * _log_expit(-F[k, 0]))
+            else:
+                top = F[k, 0]
+                for c in range(1, K):
+                    top = max(top, F[k, c])
+                total_exp = 0.0
+                dot = 0.0
+                for c in range(K):
+                    total_exp += math.exp(F[k, c] - top)
+                    dot += F[k, c] * Y[k, c]
+                acc = math.log(total_exp) + top - dot
+        else:
+            for c in range(K):
+                y = Y[k, c]
+                ylogy = y * math.log(y) if y > 0 else 0.0
+                f = F[k, c]
+                mean = math.exp(f) if f < 709.78 else np.inf
+                acc += mean - y * f + (ylogy - y)
+            acc /= K
+        total += s[k] * acc
+    return total
+
+
+@njit(**NUMBA_OPTIONS)
+def _residual_and_parts(F, Y, s, loss):
+    """``e = ∂R/∂Φ`` and the factor parts ``A_k = diag(a_k) − u_k w_kᵀ``."""
+    b, K = F.shape
+    e = np.empty((b, K))
+    a = np.empty((b, K))
+    u = np.zeros((b, K))
+    w = np.zeros((b, K))
+    for k in range(b):
+        if loss == 0:
+            for c in range(K):
+                e[k, c] = (F[k, c] - Y[k, c]) * (s[k] / K)
+                a[k, c] = math.sqrt(s[k] / K)
+        elif loss == 1:
+            if K == 1:
+                f = F[k, 0]
+                prob = 1.0 / (1.0 + math.exp(-f)) if f >= 0 else \
+                    math.exp(f) / (1.0 + math.exp(f))
+                e[k, 0] = (prob - Y[k, 0]) * s[k]
+                a[k, 0] = math.sqrt(s[k] * prob * (1.0 - prob))
+            else:
+                top = F[k, 0]
+                for c in range(1, K):
+                    top = max(top, F[k, c])
+                total_exp = 0.0
+                for c in range(K):
+                    e[k, c] = math.exp(F[k, c] - top)
+                    total_exp += e[k, c]
+                root_s = math.sqrt(s[k])
+                for c in range(K):
+                    prob = e[k, c] / total_exp
+                    e[k, c] = (prob - Y[k, c]) * s[k]
+                    root = math.sqrt(prob)
+                    a[k, c] = root * root_s
+                    u[k, c] = prob * root_s
+                    w[k, c] = root
+        else:
+            for c in range(K):
+                mean = math.exp(F[k, c]) if F[k, c] < 709.78 else np.inf
+                e[k, c] = (mean - Y[k, c]) * (s[k] / K)
+                a[k, c] = math.sqrt(mean * (s[k] / K))
+    return e, a, u, w
+
+
+@njit(**NUMBA_OPTIONS)
+def _objective(theta, reg, Xb, Yb, s, net, loss, with_deriv):
+    """``(L, R, ρ, ρ', Φ)`` of θ on a batch, given ``reg = g(θ)``."""
+    n, K, kappa, act, fit_intercept = net
+    rho, rho_d, F = _forward(theta, Xb, n, K, kappa, act, fit_intercept,
+                             with_deriv)
+    risk = _risk(F, Yb, s, loss)
+    return risk + reg, risk, rho, rho_d, F
+
+
+@njit(**NUMBA_OPTIONS)
+def _apply_parts(a, u, w, z, transpose):
+    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` per row."""
+    b, K = z.shape
+    out = np.empty((b, K))
+    for k in range(b):
+        dot = 0.0
+        for c in range(K):
+            dot += (u[k, c] if transpose else w[k, c]) * z[k, c]
+        for c in range(K):
+            out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
+    """``J̃ v`` (b × K)."""
+    b, d_aug = Xb.shape
+    p_u = n * d_aug
+    dpre = Xb @ v[:p_u].reshape((n, d_aug)).T
+    out = np.empty((b, K))
+    contract_hidden_kernel(W, dpre, kappa, out)
+    raw = rho @ v[p_u:p_u + n * K].reshape((n, K))
+    for k in range(b):
+        for c in range(K):
+            raw[k, c] *= kappa
+            if fit_intercept:
+                raw[k, c] += v[p_u + n * K + c]
+    out += _apply_parts(a, u, w, raw, True)
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _backpropagate(hidden, z, Xb, rho, p, n, K, kappa, fit_intercept):
+    """``[hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat)."""
+    d_aug = Xb.shape[1]
+    p_u = n * d_aug
+    out = np.empty(p)
+    out[:p_u] = (hidden.T @ Xb).reshape(p_u)
+    out[p_u:p_u + n * K] = (rho.T @ z).reshape(n * K)
+    out[p_u:p_u + n * K] *= kappa
+    if fit_intercept:
+        for c in range(K):
+            acc = 0.0
+            for k in range(z.shape[0]):
+                acc += z[k, c]
+            out[p_u + n * K + c] = acc
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _vjp(y, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept):
+    """``J̃ᵀ y`` (flat) for y of shape (b, K)."""
+    hidden = np.empty((W.shape[0], W.shape[2]))
+    contract_outputs_kernel(W, y, kappa, hidden)
+    z = _apply_parts(a, u, w, y, False)
+    return _backpropagate(hidden, z, Xb, rho, p, n, K, kappa, fit_intercept)
+
+
+@njit(**NUMBA_OPTIONS)
+def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept):
+    """``(J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity; also returns ``D vec``."""
+    b = Xb.shape[0]
+    Dv = D * vec
+    rhs = _jvp(Dv, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
+    y = cholesky_solve_kernel(L, rhs.reshape(b * K))
+    back = _vjp(y.reshape((b, K)), Xb, rho, W, a, u, w, p, n, K, kappa,
+                fit_intercept)
+    return Dv - D * back, Dv
+
+
+@njit(**NUMBA_OPTIONS)
+def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
+    """``I + J̃ D J̃ᵀ`` (bK × bK), the structured Gram of the Python path."""
+    b, d_aug = Xb.shape
+    p_u = n * d_aug
+    kappa2 = kappa * kappa
+    M = pair_products_kernel(Xb, 0, b) @ D[:p_u].reshape((n, d_aug)).T
+    pair_hidden_weights_kernel(rho_d, 0, b, kappa2, M)
+    VV = np.empty((n, K * K))
+    for i in range(n):
+        for c in range(K):
+            for c2 in range(K):
+                VV[i, c * K + c2] = V[i, c] * V[i, c2]
+    S = pair_products_kernel(rho, 0, b) @ D[p_u:p_u + n * K].reshape((n, K))
+    S *= kappa2
+    if fit_intercept:
+        for r in range(S.shape[0]):
+            for c in range(K):
+                S[r, c] += D[p_u + n * K + c]
+    gram = np.empty((b * K, b * K))
+    factor_transform_kernel(M @ VV, S, a, u, w, 0, b, gram)
+    for m in range(b * K):
+        gram[m, m] += 1.0
+    return gram
+
+
+@njit(**NUMBA_OPTIONS)
+def _all_finite(x):
+    return np.isfinite(x).all()
+
+
+@njit(**NUMBA_OPTIONS)
+def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
+               scale):
+    """``(status, d, r, η)``: the GGN-SCORE direction with ``H = scale ḡ''``."""
+    n, K, kappa, act, fit_intercept = net
+    b, d_aug = Xb.shape
+    p = theta.size
+    p_u = n * d_aug
+    V = theta[p_u:p_u + n * K].reshape((n, K))
+    e, a, u, w = _residual_and_parts(F, Yb, s, loss)
+    reg_grad = np.empty(p)
+    D = np.empty(p)
+    eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
+                                            reg_grad, D))
+    # r = Jᵀ e + ∇g: the hidden error κ ρ' ∘ (e Vᵀ)
+    hidden = e @ V.T
+    for k in range(b):
+        for i in range(n):
+            hidden[k, i] *= rho_d[k, i] * kappa
+    r = _backpropagate(hidden, e, Xb, rho, p, n, K, kappa, fit_intercept)
+    r += reg_grad
+    gram = _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept)
+    empty = np.empty(0)
+    if not _all_finite(gram):
+        return SYSTEM, empty, r, eta
+    try:
+        L = np.linalg.cholesky(gram)
+    except Exception:  # noqa: BLE001 (numba: LinAlgError, not PD)
+        return NOT_PD, empty, r, eta
+    W = np.empty((b, K, n))
+    structured_sensitivities_kernel(np.ascontiguousarray(V.T), a, u, w, rho_d, W)
+    d, Dr = _dual_solve(L, r, D, Xb, rho, W, a, u, w, p, n, K, kappa,
+                        fit_intercept)
+    norm_d = math.sqrt(np.dot(d, d))
+    ratio = math.sqrt(np.dot(Dr, Dr)) / max(norm_d, 2.2250738585072014e-308)
+    if ratio > REFINE_CANCELLATION:
+        # one step of iterative refinement on the primal equation
+        Jd = _jvp(d, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
+        res = r - _vjp(Jd, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept)
+        res -= d / D
+        d += _dual_solve(L, res, D, Xb, rho, W, a, u, w, p, n, K, kappa,
+                         fit_intercept)[0]
+    if not _all_finite(d):
+        return DIRECTION, empty, r, eta
+    return OK, d, r, eta
+
+
+@njit(**NUMBA_OPTIONS)
+def minibatch_epoch(theta0, Xa, Y, sample_weight, order, bounds, net, loss,
+                    reg_code, mu, tau, M_g, step_size, line_search, armijo,
+                    adaptive, damping, initial_objective):
+    """One epoch; see :func:`run_compiled_epoch` for the arguments.
+
+    Returns ``(status, θ, sums[objective, risk, step size, damping],
+    weight_total, n_steps, damping state, initial_objective, value)`` where
+    ``value`` is the objective that grew (status GREW).
+    """
+    lam, floor, unit, increase, decay, reject_ratio, n_rejected, scale = damping
+    c_armijo, shrink, max_trials = armijo
+    theta = theta0.copy()
+    previous = theta0
+    has_previous = False
+    # g(θ) of the current and the previous θ, each computed once (a pass
+    # over all p parameters): the accepted trial's value is the next θ's
+    reg = tau * _value_sum_kernel(theta, reg_code, mu)
+    reg_previous = reg
+    sums = np.zeros(4)
+    weight_total = 0.0
+    n_steps = 0
+    last_start, last_end = -1, -1
+    status, value = OK, 0.0
+    for j in range(bounds.size - 1):
+        idx = order[bounds[j]:bounds[j + 1]]
+        wb = sample_weight[idx]
+        w_sum = 0.0
+        for v in wb:
+            w_sum += v
+        if w_sum <= 0:
+            continue
+        s = wb / w_sum
+        Xb = Xa[idx]
+        Yb = Y[idx]
+        obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, loss,
+                                              True)
+        if adaptive and has_previous:
+            old = _objective(previous, reg_previous, Xb, Yb, s, net, loss,
+                             False)[0]
+            if obj > reject_ratio * old:
+                lam *= increase
+                n_rejected += 1
+                theta = previous
+                reg = reg_previous
+                obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
+                                                      loss, True)
+            else:
+                lam = max(floor, lam * decay)
+        if not np.isfinite(obj) or not _all_finite(theta):
+            status = NON_FINITE
+            break
+        if np.isnan(initial_objective):
+            initial_objective = obj
+        elif obj > 1e4 * max(1.0, initial_objective):
+            status, value = GREW, obj
+            break
+        curvature = lam * unit if adaptive else scale
+        status, d, r, eta = _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss,
+                                       reg_code, mu, tau, curvature)
+        if status != OK:
+            break
+        alpha = min(1.0, step_size / (1.0 + M_g * eta))
+        if line_search:
+            slope = np.dot(r, d)
+            accepted = False
+            for _ in range(max_trials):
+                candidate = theta - alpha * d
+                reg_new = tau * _value_sum_kernel(candidate, reg_code, mu)
+                trial = _objective(candidate, reg_new, Xb, Yb, s, net, loss,
+                                   False)[0]
+                if np.isfinite(trial) and trial <= obj - c_armijo * alpha * slope:
+                    accepted = True
+                    break
+                alpha *= shrink
+            if accepted:
+                new = candidate
+            else:
+                alpha = 0.0
+                new = theta
+                reg_new = reg
+        else:
+            new = theta - alpha * d
+            reg_new = tau * _value_sum_kernel(new, reg_code, mu)
+        if not _all_finite(new):
+            status = PARAMETERS
+            break
+        previous = theta
+        reg_previous = reg
+        has_previous = True
+        theta = new
+        reg = reg_new
+        last_start, last_end = bounds[j], bounds[j + 1]
+        sums[0] += obj * w_sum
+        sums[1] += risk * w_sum
+        sums[2] += alpha * w_sum
+        sums[3] += curvature * w_sum
+        weight_total += w_sum
+        n_steps += 1
+    if status == OK and last_start >= 0:
+        # the last step of the epoch is checked on its own batch
+        idx = order[last_start:last_end]
+        wb = sample_weight[idx]
+        s = wb / wb.sum()
+        obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, loss, False)[0]
+        if not np.isfinite(obj) or not _all_finite(theta):
+            status = NON_FINITE
+        elif obj > 1e4 * max(1.0, initial_objective):
+            status, value = GREW, obj
+    state = (lam, n_rejected)
+    return (status, theta, sums, weight_total, n_steps, state, initial_objective,
+            value)
+
+
+# ------------------------------------------------------------ the seam
+def compiled_epoch_arguments(solver, problem):
+    """The constant arguments of :func:`minibatch_epoch` for this solver and
+    problem, or None when the epoch must run in Python."""
+    net = problem.network
+    if not (getattr(solver, "compiled", False) and solver.form == "dual"
+            and problem.regularized and problem.dtype == np.float64
+            and type(net) is TwoLayerNetwork
+            and isinstance(problem.Xa, np.ndarray)
+            and type(problem.loss) in _LOSS_CODES
+            and hasattr(problem.regularizer, "_code")
+            and type(solver.damping) in (AdaptiveDamping, FixedDamping)
+            and type(solver.step_size) is AdaptiveStepSize
+            and (solver.line_search is None
+                 or type(solver.line_search) is ArmijoLineSearch)
+            and type(solver.batching) is Batching):
+        return None
+    search = solver.line_search
+    return dict(
+        net=(int(net.n_hidden), int(net.n_outputs), float(net.kappa),
+             int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
+        loss=_LOSS_CODES[type(problem.loss)],
+        reg_code=int(problem.regularizer._code), mu=float(problem.regularizer.mu),
+        tau=float(problem.tau), M_g=float(problem.M_g),
+        step_size=float(solver.step_size.step_size),
+        line_search=search is not None,
+        armijo=((float(search.c), float(search.shrink), int(search.max_trials))
+                if search is not None else (1e-4, 0.5, 30)),
+    )
+
+
+def run_compiled_epoch(arguments, problem, damping, theta, batches, state):
+    """Run one epoch compiled; returns ``(status, message, θ, sums,
+    weight_total)`` and updates ``damping`` and ``state`` as the Python
+    epoch does."""
+    order = (np.concatenate(batches) if batches else np.empty(0, np.intp))
+    bounds = np.zeros(len(batches) + 1, dtype=np.intp)
+    np.cumsum([len(b) for b in batches], out=bounds[1:])
+    adaptive = bool(damping.adaptive)
+    if adaptive:
+        params = (float(damping.lam), float(damping.floor), float(damping.unit),
+                  float(damping.increase), float(damping.decay),
+                  float(damping.reject_ratio), int(damping.n_rejected), 0.0)
+    else:
+        params = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0, float(damping.curvature_scale()))
+    initial = (np.nan if state.initial_objective is None
+               else float(state.initial_objective))
+    (status, theta, sums, weight_total, n_steps, (lam, n_rejected), initial,
+     value) = minibatch_epoch(
+        theta, problem.Xa, np.ascontiguousarray(problem.Y, dtype=np.float64),
+        np.ascontiguousarray(problem.sample_weight, dtype=np.float64),
+        order.astype(np.intp, copy=False), bounds, adaptive=adaptive,
+        damping=params, initial_objective=initial, **arguments)
+    if adaptive:
+        damping.lam, damping.n_rejected = lam, int(n_rejected)
+    if not np.isnan(initial):
+        state.initial_objective = initial
+    state.n_steps += int(n_steps)
+    message = (f"objective grew to {value:.3g}" if status == GREW
+               else MESSAGES.get(status))
+    return status, message, theta, sums, weight_total
