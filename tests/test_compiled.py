@@ -1,0 +1,236 @@
+"""The compiled mini-batch epoch is the Python epoch (engine/_compiled.py).
+
+Every configuration is solved twice from the same θ₀ and random state, once
+with ``compiled=True`` and once with the Python loop, and everything the
+solver reports is compared: parameters, per-epoch records, status and
+reason, steps taken and the adapted damping state. They differ by round-off
+only (the compiled functions call the same kernels; a few sums run in
+another order), so the tolerance is tight.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from sklearn_ggn.engine import (
+    LOSSES,
+    REGULARIZERS,
+    AdaptiveDamping,
+    AdaptiveStepSize,
+    ArmijoLineSearch,
+    Batching,
+    FixedDamping,
+    GGNScoreSolver,
+    Problem,
+    SolverState,
+    TwoLayerNetwork,
+)
+from sklearn_ggn.engine._compiled import compiled_epoch_arguments
+
+
+def _data(loss, K, n=90, d=5, seed=0, weights="uniform"):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    if loss == "log_loss":
+        labels = (X[:, 0] + 0.5 * X[:, 1] ** 2 > 0.3).astype(int) if K == 1 else \
+            rng.integers(0, K, n)
+        Y = labels[:, None].astype(float) if K == 1 else np.eye(K)[labels]
+    elif loss == "poisson":
+        Y = rng.poisson(np.exp(0.3 * X[:, :K]))
+    else:
+        Y = np.column_stack([np.sin(X[:, c]) + 0.1 * rng.standard_normal(n)
+                             for c in range(K)])
+    w = np.ones(n)
+    if weights == "random":
+        w = rng.uniform(0.2, 3.0, n)
+        w[rng.choice(n, 10, replace=False)] = 0.0
+    elif weights == "zero_batch":  # a whole batch of zero weight is skipped
+        w[:12] = 0.0
+    return X, np.asarray(Y, dtype=float), w
+
+
+def _problem(loss="log_loss", K=3, activation="silu", regularizer="pseudo_huber",
+             fit_intercept=True, tau=1e-3, weights="uniform", n_hidden=7, seed=0,
+             scale_x=1.0):
+    X, Y, w = _data(loss, K, seed=seed, weights=weights)
+    net = TwoLayerNetwork(X.shape[1], n_hidden, K, 1 / np.sqrt(n_hidden),
+                          activation, fit_intercept)
+    problem = Problem(net, LOSSES[loss](), REGULARIZERS[regularizer](2.0), tau,
+                      scale_x * X, Y, w)
+    theta0 = np.random.default_rng(seed + 1).standard_normal(net.n_params) * 0.5
+    return problem, theta0
+
+
+def _solver(compiled, damping="adaptive", line_search=True, batch=12,
+            max_iter=3, shuffle=True):
+    damping = (AdaptiveDamping(unit=2.0) if damping == "adaptive"
+               else FixedDamping(damping))
+    return GGNScoreSolver(damping, AdaptiveStepSize(0.95),
+                          ArmijoLineSearch() if line_search else None, "dual",
+                          Batching(batch, shuffle), max_iter, compiled=compiled)
+
+
+def _solve_both(problem, theta0, **solver_kw):
+    results = []
+    for compiled in (True, False):
+        solver = _solver(compiled, **solver_kw)
+        result = solver.solve(problem, theta0, np.random.RandomState(0))
+        results.append((result, solver))
+    return results
+
+
+def _assert_same(results, rtol=1e-9, normwise=False):
+    (ours, s_ours), (ref, s_ref) = results
+    assert ours.status == ref.status and ours.reason == ref.reason
+    if normwise:  # round-off amplified by the conditioning: compare norms
+        assert (np.linalg.norm(ours.theta - ref.theta)
+                <= rtol * np.linalg.norm(ref.theta))
+    else:
+        np.testing.assert_allclose(ours.theta, ref.theta, rtol=rtol, atol=1e-12)
+    assert len(ours.history) == len(ref.history)
+    for a, b in zip(ours.history, ref.history):
+        assert set(a) == set(b)
+        for key in a:
+            if key != "time":
+                assert a[key] == pytest.approx(b[key], rel=rtol, abs=1e-12), key
+    assert ours.state.n_steps == ref.state.n_steps
+    assert ours.state.n_iter == ref.state.n_iter
+    assert ours.state.initial_objective == pytest.approx(
+        ref.state.initial_objective, rel=rtol)
+    if isinstance(s_ours.damping, AdaptiveDamping):
+        assert s_ours.damping.lam == pytest.approx(s_ref.damping.lam, rel=rtol)
+        assert s_ours.damping.n_rejected == s_ref.damping.n_rejected
+        assert s_ours.damping.floor == pytest.approx(s_ref.damping.floor, rel=rtol)
+
+
+@pytest.mark.parametrize("loss,K", [("log_loss", 1), ("log_loss", 4),
+                                    ("squared_error", 1), ("squared_error", 3),
+                                    ("poisson", 2)])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_compiled_epoch_equals_python_epoch_losses(loss, K, fit_intercept):
+    problem, theta0 = _problem(loss, K, fit_intercept=fit_intercept)
+    assert compiled_epoch_arguments(_prepared(problem), problem) is not None
+    _assert_same(_solve_both(problem, theta0))
+
+
+def _prepared(problem):
+    solver = _solver(True)
+    solver.prepare(problem, SolverState())
+    return solver
+
+
+@pytest.mark.parametrize("activation", ["silu", "relu", "tanh", "sigmoid",
+                                        "softplus"])
+@pytest.mark.parametrize("regularizer", ["pseudo_huber", "ostrovskii_bach", "l2"])
+def test_compiled_epoch_equals_python_epoch_activations_regularizers(
+        activation, regularizer):
+    problem, theta0 = _problem("log_loss", 3, activation=activation,
+                               regularizer=regularizer)
+    _assert_same(_solve_both(problem, theta0))
+
+
+@pytest.mark.parametrize("weights", ["random", "zero_batch"])
+@pytest.mark.parametrize("damping,line_search", [("adaptive", True),
+                                                 ("adaptive", False),
+                                                 (1.0, True), (0.3, False)])
+def test_compiled_epoch_equals_python_epoch_weights_and_strategies(
+        weights, damping, line_search):
+    problem, theta0 = _problem("log_loss", 3, weights=weights)
+    _assert_same(_solve_both(problem, theta0, damping=damping,
+                             line_search=line_search, shuffle=weights == "random"))
+
+
+def test_compiled_epoch_rejects_steps_like_the_python_epoch():
+    """Small batches and a weak initial damping: the adaptive test undoes
+    steps; both paths undo the same ones (same λ, same count)."""
+    problem, theta0 = _problem("log_loss", 4, tau=1e-4, n_hidden=12)
+    results = _solve_both(problem, theta0, batch=3, max_iter=4)
+    assert results[1][1].damping.n_rejected > 0  # the case is exercised
+    _assert_same(results)
+
+
+def test_compiled_epoch_refines_like_the_python_epoch():
+    """Tiny τ with a fixed tiny damping: D is huge, ‖D r‖/‖d‖ exceeds the
+    refinement threshold and both paths refine the dual direction."""
+    from sklearn_ggn.engine import _linearization
+
+    problem, theta0 = _problem("squared_error", 2, tau=1e-6)
+    calls = []
+    original = _linearization.Linearization.primal_residual
+
+    def spy(self, d, r):
+        calls.append(1)
+        return original(self, d, r)
+
+    _linearization.Linearization.primal_residual = spy
+    try:
+        results = _solve_both(problem, theta0, damping=1e-6, max_iter=2)
+    finally:
+        _linearization.Linearization.primal_residual = original
+    assert calls  # the Python path refined
+    # the dual formula loses log10(‖D r‖/‖d‖) digits before refinement, so
+    # the two paths agree to the refined solution's accuracy, norm-wise
+    _assert_same(results, rtol=1e-7, normwise=True)
+
+
+@pytest.mark.parametrize("loss,reason", [("log_loss", "objective grew"),
+                                         ("poisson", "non-finite objective")])
+def test_compiled_epoch_diverges_like_the_python_epoch(loss, reason):
+    """Inputs of size 100, no line search, little damping: both paths end
+    the fit as diverged with the same reason and the parameters of the last
+    complete epoch."""
+    problem, theta0 = _problem(loss, 2 if loss == "poisson" else 3, tau=1e-8,
+                               scale_x=100.0)
+    results = _solve_both(problem, theta0, damping=1e-3, line_search=False,
+                          batch=3)
+    assert results[1][0].status == "diverged"
+    assert results[1][0].reason.startswith(reason)
+    _assert_same(results)
+
+
+def test_compiled_epoch_carries_state_across_solves():
+    """Warm starts: the damping state and the divergence reference go on."""
+    problem, theta0 = _problem("log_loss", 3)
+    out = []
+    for compiled in (True, False):
+        solver = _solver(compiled, max_iter=2)
+        state = SolverState()
+        first = solver.solve(problem, theta0, np.random.RandomState(0), state=state)
+        second = solver.solve(problem, first.theta, np.random.RandomState(1),
+                              state=state)
+        out.append((second, solver))
+    _assert_same(out)
+
+
+def test_what_runs_in_python():
+    """float32, sparse inputs, the primal form, full batch and custom losses
+    run the Python loop; the estimators' float64 mini-batch fits compile."""
+    problem, _ = _problem("log_loss", 3)
+    assert compiled_epoch_arguments(_prepared(problem), problem) is not None
+    off = _prepared(problem)
+    off.compiled = False
+    assert compiled_epoch_arguments(off, problem) is None
+
+    X, Y, w = _data("log_loss", 3)
+    net = TwoLayerNetwork(5, 7, 3, 0.3, "silu", True)
+    cases = {
+        "float32": Problem(net, LOSSES["log_loss"](), REGULARIZERS["pseudo_huber"](2.0),
+                           1e-3, X.astype(np.float32), Y.astype(np.float32), w),
+        "sparse": Problem(net, LOSSES["log_loss"](), REGULARIZERS["pseudo_huber"](2.0),
+                          1e-3, sp.csr_matrix(X), Y, w),
+    }
+
+    class MyLoss(LOSSES["log_loss"]):
+        pass
+
+    cases["custom loss"] = Problem(net, MyLoss(), REGULARIZERS["pseudo_huber"](2.0),
+                                   1e-3, X, Y, w)
+    for name, prob in cases.items():
+        assert compiled_epoch_arguments(_prepared(prob), prob) is None, name
+    primal = _solver(True)
+    primal.linear_solver = "primal"
+    primal.prepare(problem, SolverState())
+    assert primal._compiled is None
+    full = _solver(True, batch=10_000)
+    full.prepare(problem, SolverState())
+    assert full._compiled is None
