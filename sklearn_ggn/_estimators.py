@@ -111,9 +111,12 @@ _SHARED_PARAMETERS = """
 
     batch_size : int, "auto" or None, default="auto"
         Samples per step. ``None`` is full batch. ``"auto"`` is full batch
-        while ``n_samples · n_outputs ≤ 1024`` and otherwise batches of
-        ``256 // n_outputs`` samples; ``partial_fit``, which sees chunks of
-        a larger data set, always takes the batches of ``256 // n_outputs``.
+        while ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
+        output, and for K ≥ 2 outputs the size in ``[2, 256 // K]`` with the
+        smallest modeled cost per row (e.g. 4 for 26 classes and 16
+        features, 20 for 10 classes and 784 features; see the user guide).
+        ``partial_fit``, which sees chunks of a larger data set, always takes
+        these mini-batches.
 
     max_iter : int, default=100
         Maximum number of iterations (full batch) or epochs (mini-batch).

@@ -345,11 +345,20 @@ def test_adaptive_damping_rule():
     assert d.lam == pytest.approx(0.3 * 0.995)  # above the new floor: kept
     d.end_epoch(0.994)
     assert d.stalls == 2 and not d.converged()
-    d.end_epoch(0.993)  # the third stalled epoch in a row
-    assert d.converged() and d.floor == pytest.approx(0.1 * 1.5**3)
-    assert d.lam == pytest.approx(0.3375)  # raised to the floor
-    d.end_epoch(0.5)
+    d.end_epoch(0.5)  # progress resets the count
     assert d.stalls == 0 and not d.converged()
+    d.end_epoch(0.1)
+    assert d.stalls == 0
+    # far below the first epoch's objective (1.0), 2 % relative progress is
+    # polishing: less than 0.3 % of the first objective
+    d.end_epoch(0.098)
+    assert d.stalls == 1
+    for k in range(4):  # five stalled epochs in a row end the fit
+        assert not d.converged()
+        d.end_epoch(0.097 - 0.001 * k)
+    assert d.converged() and d.stalls == 5
+    assert d.floor == pytest.approx(0.1 * 1.5**7)
+    assert d.lam == pytest.approx(d.floor)  # raised to the floor
 
 
 def test_adaptive_damping_undoes_a_step_that_hurts_the_next_batch():

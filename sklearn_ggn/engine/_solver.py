@@ -231,7 +231,8 @@ class Solver:
             if not full_batch and damping is not None and damping.converged():
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
-                          f"{damping.stall:.0%} in {damping.patience} consecutive "
+                          f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
+                          f"the first epoch's) in {damping.patience} consecutive "
                           f"epochs, even with the damping raised")
                 break
             if self.stopping is not None and self.stopping(record["objective"],

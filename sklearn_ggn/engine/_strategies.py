@@ -47,10 +47,13 @@ class AdaptiveDamping:
     * otherwise ``λ ← max(λ_floor, decay·λ)``.
 
     At the end of an epoch whose mean objective improved by less than
-    ``stall`` (relative), the floor itself is raised by ``stall_increase``:
-    when progress stalls the damping rises rather than the fit stopping (a
-    gentle schedule: the noise of the steps falls while they keep moving);
-    after ``patience`` such epochs in a row the fit has converged.
+    ``stall`` relative to the previous epoch, or by less than ``stall_first``
+    times the first epoch's objective (polishing far below where the fit
+    started), the floor itself is raised by ``stall_increase``: when progress
+    stalls the damping rises rather than the fit stopping (a gentle
+    schedule: the noise of the steps falls while they keep moving); after
+    ``patience`` such epochs in a row (the damping raised 7.6-fold) the fit
+    has converged.
     The state (λ, floor, the last epoch's objective) is carried across
     epochs, warm starts and ``partial_fit`` calls.
 
@@ -66,15 +69,21 @@ class AdaptiveDamping:
         Factor on λ after an accepted step (down to the floor).
     reject_ratio : float, default=1.5
     stall : float, default=0.01
-    patience : int, default=3
+        Relative improvement below which an epoch stalls.
+    patience : int, default=5
+        Stalled epochs in a row that end the fit.
     stall_increase : float, default=1.5
         Factor on the floor after a stalled epoch.
+    stall_first : float, default=0.003
+        Improvement, as a fraction of the first epoch's objective, below
+        which an epoch stalls.
     """
 
     adaptive = True
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
-                 reject_ratio=1.5, stall=0.01, patience=3, stall_increase=1.5):
+                 reject_ratio=1.5, stall=0.01, patience=5, stall_increase=1.5,
+                 stall_first=0.003):
         self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
@@ -83,6 +92,8 @@ class AdaptiveDamping:
         self.reject_ratio = reject_ratio
         self.stall = stall
         self.last_epoch_objective = None
+        self.first_epoch_objective = None
+        self.stall_first = stall_first
         self.n_rejected = 0
         self.patience = patience
         self.stalls = 0
@@ -103,7 +114,11 @@ class AdaptiveDamping:
     def end_epoch(self, objective):
         """Raise the floor after an epoch without progress."""
         last = self.last_epoch_objective
-        if last is not None and objective > (1.0 - self.stall) * last:
+        if self.first_epoch_objective is None:
+            self.first_epoch_objective = objective
+        if last is not None and (
+                objective > (1.0 - self.stall) * last
+                or last - objective < self.stall_first * self.first_epoch_objective):
             self.floor *= self.stall_increase
             self.lam = max(self.lam, self.floor)
             self.stalls += 1
