@@ -6,7 +6,7 @@ Data larger than memory can be trained on chunk by chunk:
 ``dask_ml.wrappers.Incremental(GGNScoreClassifier(...))`` takes a chunked
 ``dask.array`` and calls the estimator's ``partial_fit`` on one chunk after
 another. Each call runs the mini-batch loop of GGN-SCORE over its chunk
-(``batch_size="auto"``: 256 // 10 = 25 rows for ten classes), and the
+(``batch_size="auto"``: 20 rows for ten classes and 784 features), and the
 adaptive damping carries over from one call to the next in the estimator's
 solver state, so that a pass over the chunks is an epoch of an ordinary
 mini-batch fit (exactly so with ``shuffle=False`` and a fixed damping: see

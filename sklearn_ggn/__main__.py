@@ -203,7 +203,8 @@ def _warm_up():
     """Compile (or load from the cache) the numba kernels outside the timings.
 
     Tiny fits of both estimators go through the single-output and the
-    multi-output Gram kernels, the activation and the Cholesky kernels.
+    multi-output Gram kernels, the activation and the Cholesky kernels, and
+    one mini-batch fit through the compiled epoch.
     """
     rng = np.random.default_rng(0)
     X = rng.standard_normal((30, 4))
@@ -211,6 +212,8 @@ def _warm_up():
         warnings.simplefilter("ignore", ConvergenceWarning)
         GGNScoreClassifier(n_hidden=8, max_iter=2, random_state=0).fit(
             X, np.arange(30) % 3)
+        GGNScoreClassifier(n_hidden=8, max_iter=1, batch_size=10,
+                           random_state=0).fit(X, np.arange(30) % 3)
         GGNScoreRegressor(n_hidden=8, max_iter=2, random_state=0).fit(X, X[:, 0])
 
 

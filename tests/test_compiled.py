@@ -234,3 +234,54 @@ def test_what_runs_in_python():
     full = _solver(True, batch=10_000)
     full.prepare(problem, SolverState())
     assert full._compiled is None
+
+
+@pytest.mark.parametrize("segment", [1, 2, 7])
+def test_compiled_epoch_in_segments_is_the_same_epoch(monkeypatch, segment):
+    """The compiled epoch runs in segments of batches (so that Ctrl-C is
+    seen between them); the state carried across segments (θ, the previous
+    θ of the damping test, g of both, sums, λ) makes it the same epoch."""
+    from sklearn_ggn.engine import _compiled
+
+    problem, theta0 = _problem("log_loss", 4, tau=1e-4, n_hidden=12)
+    whole = _solve_both(problem, theta0, batch=3, max_iter=3)
+    monkeypatch.setattr(_compiled, "SEGMENT_BATCHES", segment)
+    solver = _solver(True, batch=3, max_iter=3)
+    result = solver.solve(problem, theta0, np.random.RandomState(0))
+    assert whole[1][1].damping.n_rejected > 0
+    _assert_same([(result, solver), whole[1]])
+    np.testing.assert_array_equal(result.theta, whole[0][0].theta)
+
+
+def test_an_interrupt_between_segments_leaves_the_estimator_unchanged(monkeypatch):
+    """A KeyboardInterrupt raised between two segments of a compiled epoch
+    (where Python sees Ctrl-C) ends the fit and the transactional fit
+    restores the estimator."""
+    import pickle
+    import warnings
+
+    from sklearn_ggn import GGNScoreClassifier
+    from sklearn_ggn.engine import _compiled
+
+    X, Y, _ = _data("log_loss", 3, n=120)
+    y = Y.argmax(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = GGNScoreClassifier(n_hidden=6, batch_size=4, max_iter=2,
+                                 random_state=0).fit(X, y)
+    before = pickle.dumps(clf)
+    calls = []
+    original = _compiled.minibatch_epoch
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_compiled, "SEGMENT_BATCHES", 5)
+    monkeypatch.setattr(_compiled, "minibatch_epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X[::-1], y[::-1])
+    assert len(calls) == 3
+    assert pickle.dumps(clf) == before

@@ -329,30 +329,32 @@ def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
 
 
 @njit(**NUMBA_OPTIONS)
-def minibatch_epoch(theta0, Xa, Y, sample_weight, order, bounds, net, loss,
-                    reg_code, mu, tau, M_g, step_size, line_search, armijo,
-                    adaptive, damping, initial_objective):
-    """One epoch; see :func:`run_compiled_epoch` for the arguments.
+def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
+                    net, loss, reg_code, mu, tau, M_g, step_size, line_search,
+                    armijo, adaptive, damping, initial_objective):
+    """Batches ``j_start ≤ j < j_end`` of an epoch (a segment; the Python
+    side calls it segment by segment so that an interrupt is seen between
+    them). ``carry = (θ, previous θ, has_previous, g(θ), g(previous))``
+    continues from the last segment (g(θ) NaN at the start of an epoch).
 
-    Returns ``(status, θ, sums[objective, risk, step size, damping],
-    weight_total, n_steps, damping state, initial_objective, value)`` where
-    ``value`` is the objective that grew (status GREW).
+    Returns ``(status, carry, sums[objective, risk, step size, damping],
+    weight_total, n_steps, (λ, n_rejected), initial_objective, value,
+    (last_start, last_end))`` where ``value`` is the objective that grew
+    (status GREW) and the last pair bounds the last batch stepped on.
     """
     lam, floor, unit, increase, decay, reject_ratio, n_rejected, scale = damping
     c_armijo, shrink, max_trials = armijo
-    theta = theta0.copy()
-    previous = theta0
-    has_previous = False
+    theta, previous, has_previous, reg, reg_previous = carry
     # g(θ) of the current and the previous θ, each computed once (a pass
     # over all p parameters): the accepted trial's value is the next θ's
-    reg = tau * _value_sum_kernel(theta, reg_code, mu)
-    reg_previous = reg
+    if np.isnan(reg):
+        reg = tau * _value_sum_kernel(theta, reg_code, mu)
     sums = np.zeros(4)
     weight_total = 0.0
     n_steps = 0
     last_start, last_end = -1, -1
     status, value = OK, 0.0
-    for j in range(bounds.size - 1):
+    for j in range(j_start, j_end):
         idx = order[bounds[j]:bounds[j + 1]]
         wb = sample_weight[idx]
         w_sum = 0.0
@@ -427,25 +429,30 @@ def minibatch_epoch(theta0, Xa, Y, sample_weight, order, bounds, net, loss,
         sums[3] += curvature * w_sum
         weight_total += w_sum
         n_steps += 1
-    if status == OK and last_start >= 0:
-        # the last step of the epoch is checked on its own batch
-        idx = order[last_start:last_end]
-        wb = sample_weight[idx]
-        s = wb / wb.sum()
-        obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, loss, False)[0]
-        if not np.isfinite(obj) or not _all_finite(theta):
-            status = NON_FINITE
-        elif obj > 1e4 * max(1.0, initial_objective):
-            status, value = GREW, obj
-    state = (lam, n_rejected)
-    return (status, theta, sums, weight_total, n_steps, state, initial_objective,
-            value)
+    carry = (theta, previous, has_previous, reg, reg_previous)
+    return (status, carry, sums, weight_total, n_steps, (lam, n_rejected),
+            initial_objective, value, (last_start, last_end))
+
+
+@njit(**NUMBA_OPTIONS)
+def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, loss,
+                     initial_objective):
+    """The end-of-epoch check of the last step on its own batch: a status."""
+    wb = sample_weight[idx]
+    s = wb / wb.sum()
+    obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, loss, False)[0]
+    if not np.isfinite(obj) or not _all_finite(theta):
+        return NON_FINITE, obj
+    if obj > 1e4 * max(1.0, initial_objective):
+        return GREW, obj
+    return OK, obj
 
 
 # ------------------------------------------------------------ the seam
 def compiled_epoch_arguments(solver, problem):
     """The constant arguments of :func:`minibatch_epoch` for this solver and
-    problem, or None when the epoch must run in Python."""
+    problem (with the data in the layout the compiled function takes), or
+    None when the epoch must run in Python."""
     net = problem.network
     if not (getattr(solver, "compiled", False) and solver.form == "dual"
             and problem.regularized and problem.dtype == np.float64
@@ -460,7 +467,16 @@ def compiled_epoch_arguments(solver, problem):
             and type(solver.batching) is Batching):
         return None
     search = solver.line_search
+
+    def writable(a):
+        # one compiled signature: C-contiguous, writable float64 (a read-only
+        # array, e.g. a memory map, would compile another specialization)
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        return a if a.flags.writeable else a.copy()
+
     return dict(
+        data=(writable(problem.Xa), writable(problem.Y),
+              writable(problem.sample_weight)),
         net=(int(net.n_hidden), int(net.n_outputs), float(net.kappa),
              int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
         loss=_LOSS_CODES[type(problem.loss)],
@@ -473,33 +489,61 @@ def compiled_epoch_arguments(solver, problem):
     )
 
 
-def run_compiled_epoch(arguments, problem, damping, theta, batches, state):
+# Batches per call of the compiled function: between two calls Python sees
+# an interrupt (Ctrl-C), which a running numba function does not.
+SEGMENT_BATCHES = 256
+
+
+def run_compiled_epoch(arguments, damping, theta, batches, state):
     """Run one epoch compiled; returns ``(status, message, θ, sums,
     weight_total)`` and updates ``damping`` and ``state`` as the Python
     epoch does."""
-    order = (np.concatenate(batches) if batches else np.empty(0, np.intp))
+    arguments = dict(arguments)
+    Xa, Y, sample_weight = arguments.pop("data")
+    order = (np.concatenate(batches).astype(np.intp, copy=False) if batches
+             else np.empty(0, np.intp))
     bounds = np.zeros(len(batches) + 1, dtype=np.intp)
     np.cumsum([len(b) for b in batches], out=bounds[1:])
     adaptive = bool(damping.adaptive)
-    if adaptive:
-        params = (float(damping.lam), float(damping.floor), float(damping.unit),
-                  float(damping.increase), float(damping.decay),
-                  float(damping.reject_ratio), int(damping.n_rejected), 0.0)
-    else:
-        params = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0, float(damping.curvature_scale()))
     initial = (np.nan if state.initial_objective is None
                else float(state.initial_objective))
-    (status, theta, sums, weight_total, n_steps, (lam, n_rejected), initial,
-     value) = minibatch_epoch(
-        theta, problem.Xa, np.ascontiguousarray(problem.Y, dtype=np.float64),
-        np.ascontiguousarray(problem.sample_weight, dtype=np.float64),
-        order.astype(np.intp, copy=False), bounds, adaptive=adaptive,
-        damping=params, initial_objective=initial, **arguments)
-    if adaptive:
-        damping.lam, damping.n_rejected = lam, int(n_rejected)
-    if not np.isnan(initial):
-        state.initial_objective = initial
-    state.n_steps += int(n_steps)
+    theta = np.array(theta, dtype=np.float64)  # a copy: θ₀ stays the caller's
+    carry = (theta, theta, False, np.nan, np.nan)
+    sums = np.zeros(4)
+    weight_total = 0.0
+    last = (-1, -1)
+    status, value = OK, 0.0
+    for j_start in range(0, len(batches), SEGMENT_BATCHES):
+        if adaptive:
+            params = (float(damping.lam), float(damping.floor),
+                      float(damping.unit), float(damping.increase),
+                      float(damping.decay), float(damping.reject_ratio),
+                      int(damping.n_rejected), 0.0)
+        else:
+            params = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0,
+                      float(damping.curvature_scale()))
+        j_end = min(len(batches), j_start + SEGMENT_BATCHES)
+        (status, carry, part, part_weight, n_steps, (lam, n_rejected), initial,
+         value, segment_last) = minibatch_epoch(
+            carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
+            adaptive=adaptive, damping=params, initial_objective=initial,
+            **arguments)
+        sums += part
+        weight_total += part_weight
+        state.n_steps += int(n_steps)
+        if adaptive:
+            damping.lam, damping.n_rejected = lam, int(n_rejected)
+        if not np.isnan(initial):
+            state.initial_objective = initial
+        if segment_last[0] >= 0:
+            last = segment_last
+        if status != OK:
+            break
+    theta, reg = carry[0], carry[3]
+    if status == OK and last[0] >= 0:
+        status, value = check_last_batch(theta, reg, Xa, Y, sample_weight,
+                                         order[last[0]:last[1]], arguments["net"],
+                                         arguments["loss"], initial)
     message = (f"objective grew to {value:.3g}" if status == GREW
                else MESSAGES.get(status))
     return status, message, theta, sums, weight_total

@@ -287,7 +287,7 @@ class Solver:
         batches = self.batching.epoch(problem.n_samples, rng)
         if getattr(self, "_compiled", None) is not None:
             status, message, theta, sums, weight_total = run_compiled_epoch(
-                self._compiled, problem, damping, theta, batches, state)
+                self._compiled, damping, theta, batches, state)
             if status:
                 raise StepFailure(message)
             record = {k: sums[i] / weight_total for i, k in enumerate(keys[:3])}
