@@ -103,14 +103,41 @@ def _assert_same(results, rtol=1e-9, normwise=False):
         assert s_ours.damping.floor == pytest.approx(s_ref.damping.floor, rel=rtol)
 
 
-@pytest.mark.parametrize("loss,K", [("log_loss", 1), ("log_loss", 4),
-                                    ("squared_error", 1), ("squared_error", 3),
+@pytest.mark.parametrize("loss,K", [("log_loss", 2), ("log_loss", 4),
+                                    ("squared_error", 2), ("squared_error", 3),
                                     ("poisson", 2)])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_compiled_epoch_equals_python_epoch_losses(loss, K, fit_intercept):
     problem, theta0 = _problem(loss, K, fit_intercept=fit_intercept)
     assert compiled_epoch_arguments(_prepared(problem), problem) is not None
     _assert_same(_solve_both(problem, theta0))
+
+
+@pytest.mark.parametrize("loss", ["log_loss", "squared_error"])
+def test_compiled_sigmoid_and_single_output_kernels(loss):
+    """One output runs the Python loop in a fit (its batches of 256 amortize
+    it); the compiled code still handles K = 1 (the sigmoid's factor, the
+    pairwise Gram) and equals the Python epoch when called directly."""
+    from sklearn_ggn.engine import _compiled
+
+    problem, theta0 = _problem(loss, 1)
+    solver = _solver(True)
+    solver.prepare(problem, SolverState())
+    assert solver._compiled is None  # a fit takes the Python loop
+    problem.network.n_outputs = 2  # pass the gate, then restore K = 1
+    arguments = compiled_epoch_arguments(solver, problem)
+    problem.network.n_outputs = 1
+    arguments["net"] = (7, 1) + arguments["net"][2:]
+    batches = solver.batching.epoch(problem.n_samples, np.random.RandomState(0))
+    ours = _compiled.run_compiled_epoch(arguments, solver.damping, theta0,
+                                        batches, SolverState())
+    python = _solver(False)
+    python.prepare(problem, SolverState())
+    theta, record = python._epoch(problem, theta0, np.random.RandomState(0),
+                                  SolverState())
+    assert ours[0] == 0
+    np.testing.assert_allclose(ours[2], theta, rtol=1e-9, atol=1e-12)
+    assert ours[3][0] / ours[4] == pytest.approx(record["objective"], rel=1e-9)
 
 
 def _prepared(problem):

@@ -11,10 +11,13 @@ regularizer passes, structured Gram, sensitivities, Jacobian contractions,
 triangular solves). It differs from the Python path only in round-off, and
 ``tests/test_compiled.py`` holds the two to each other.
 
-It covers the estimators' mini-batch configurations in float64 with dense
-inputs and the dual form; anything else (float32, sparse inputs, the primal
-form, custom losses, regularizers, networks or strategies) runs in Python
-(:func:`compiled_epoch_arguments` returns None for it).
+It covers the estimators' mini-batch configurations with several outputs
+in float64 with dense inputs and the dual form; anything else runs in
+Python (:func:`compiled_epoch_arguments` returns None for it): float32,
+sparse inputs, the primal form, custom losses, regularizers, networks or
+strategies, and one output, whose batches of 256 rows amortize the loop and
+whose Gram is one BLAS syrk in the Python path (the pairwise Gram compiled
+here was 3-7x slower there).
 """
 
 import math
@@ -456,7 +459,7 @@ def compiled_epoch_arguments(solver, problem):
     net = problem.network
     if not (getattr(solver, "compiled", False) and solver.form == "dual"
             and problem.regularized and problem.dtype == np.float64
-            and type(net) is TwoLayerNetwork
+            and type(net) is TwoLayerNetwork and net.n_outputs >= 2
             and isinstance(problem.Xa, np.ndarray)
             and type(problem.loss) in _LOSS_CODES
             and hasattr(problem.regularizer, "_code")
