@@ -215,42 +215,48 @@ def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
 
 
 @njit(**NUMBA_OPTIONS)
-def _backpropagate(hidden, z, Xb, rho, p, n, K, kappa, fit_intercept):
-    """``[hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat)."""
+def _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out):
+    """``out = [hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat; written in place: the
+    p-sized vectors of a step live in a workspace allocated once per call of
+    the epoch, since a fresh allocation of that size is a fresh mapping whose
+    pages fault on first touch — measured 70 µs for p = 79 510)."""
     d_aug = Xb.shape[1]
     p_u = n * d_aug
-    out = np.empty(p)
-    out[:p_u] = (hidden.T @ Xb).reshape(p_u)
-    out[p_u:p_u + n * K] = (rho.T @ z).reshape(n * K)
-    out[p_u:p_u + n * K] *= kappa
+    np.dot(hidden.T, Xb, out[:p_u].reshape((n, d_aug)))
+    np.dot(rho.T, z, out[p_u:p_u + n * K].reshape((n, K)))
+    for m in range(p_u, p_u + n * K):
+        out[m] *= kappa
     if fit_intercept:
         for c in range(K):
             acc = 0.0
             for k in range(z.shape[0]):
                 acc += z[k, c]
             out[p_u + n * K + c] = acc
-    return out
 
 
 @njit(**NUMBA_OPTIONS)
-def _vjp(y, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept):
-    """``J̃ᵀ y`` (flat) for y of shape (b, K)."""
+def _vjp(y, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, out):
+    """``out = J̃ᵀ y`` (flat) for y of shape (b, K)."""
     hidden = np.empty((W.shape[0], W.shape[2]))
     contract_outputs_kernel(W, y, kappa, hidden)
     z = _apply_parts(a, u, w, y, False)
-    return _backpropagate(hidden, z, Xb, rho, p, n, K, kappa, fit_intercept)
+    _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
 
 
 @njit(**NUMBA_OPTIONS)
-def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept):
-    """``(J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity; also returns ``D vec``."""
+def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
+                Dv, back, out):
+    """``out = (J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity, with ``Dv = D vec``
+    and ``back`` as workspace (Dv keeps ``D vec``)."""
     b = Xb.shape[0]
-    Dv = D * vec
+    for m in range(vec.size):
+        Dv[m] = D[m] * vec[m]
     rhs = _jvp(Dv, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
     y = cholesky_solve_kernel(L, rhs.reshape(b * K))
-    back = _vjp(y.reshape((b, K)), Xb, rho, W, a, u, w, p, n, K, kappa,
-                fit_intercept)
-    return Dv - D * back, Dv
+    _vjp(y.reshape((b, K)), Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
+         back)
+    for m in range(vec.size):
+        out[m] = Dv[m] - D[m] * back[m]
 
 
 @njit(**NUMBA_OPTIONS)
@@ -281,21 +287,38 @@ def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
 
 @njit(**NUMBA_OPTIONS)
 def _all_finite(x):
-    return np.isfinite(x).all()
+    """Whether every entry of a vector is finite (no temporary array)."""
+    for m in range(x.size):
+        if not np.isfinite(x[m]):
+            return False
+    return True
+
+
+@njit(**NUMBA_OPTIONS)
+def _axpy(theta, alpha, d):
+    """``θ − α d`` as a new vector (one pass)."""
+    out = np.empty(theta.size)
+    for m in range(theta.size):
+        out[m] = theta[m] - alpha * d[m]
+    return out
+
+
+# rows of the per-call workspace
+_REG_GRAD, _D, _R, _DV, _BACK, _DIR, _RES, _DV2, _CORR = range(9)
 
 
 @njit(**NUMBA_OPTIONS)
 def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
-               scale):
-    """``(status, d, r, η)``: the GGN-SCORE direction with ``H = scale ḡ''``."""
+               scale, ws):
+    """``(status, d, r, η)``: the GGN-SCORE direction with ``H = scale ḡ''``;
+    ``d`` and ``r`` are rows of the workspace ``ws``."""
     n, K, kappa, act, fit_intercept = net
     b, d_aug = Xb.shape
     p = theta.size
     p_u = n * d_aug
     V = theta[p_u:p_u + n * K].reshape((n, K))
     e, a, u, w = _residual_and_parts(F, Yb, s, loss)
-    reg_grad = np.empty(p)
-    D = np.empty(p)
+    reg_grad, D, r, d = ws[_REG_GRAD], ws[_D], ws[_R], ws[_DIR]
     eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
                                             reg_grad, D))
     # r = Jᵀ e + ∇g: the hidden error κ ρ' ∘ (e Vᵀ)
@@ -303,31 +326,36 @@ def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
     for k in range(b):
         for i in range(n):
             hidden[k, i] *= rho_d[k, i] * kappa
-    r = _backpropagate(hidden, e, Xb, rho, p, n, K, kappa, fit_intercept)
-    r += reg_grad
+    _backpropagate(hidden, e, Xb, rho, n, K, kappa, fit_intercept, r)
+    for m in range(p):
+        r[m] += reg_grad[m]
     gram = _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept)
-    empty = np.empty(0)
-    if not _all_finite(gram):
-        return SYSTEM, empty, r, eta
+    if not _all_finite(gram.reshape(gram.size)):
+        return SYSTEM, d, r, eta
     try:
         L = np.linalg.cholesky(gram)
     except Exception:  # noqa: BLE001 (numba: LinAlgError, not PD)
-        return NOT_PD, empty, r, eta
+        return NOT_PD, d, r, eta
     W = np.empty((b, K, n))
     structured_sensitivities_kernel(np.ascontiguousarray(V.T), a, u, w, rho_d, W)
-    d, Dr = _dual_solve(L, r, D, Xb, rho, W, a, u, w, p, n, K, kappa,
-                        fit_intercept)
+    Dr, back = ws[_DV], ws[_BACK]
+    _dual_solve(L, r, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, Dr,
+                back, d)
     norm_d = math.sqrt(np.dot(d, d))
     ratio = math.sqrt(np.dot(Dr, Dr)) / max(norm_d, 2.2250738585072014e-308)
     if ratio > REFINE_CANCELLATION:
         # one step of iterative refinement on the primal equation
+        res, corr = ws[_RES], ws[_CORR]
         Jd = _jvp(d, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
-        res = r - _vjp(Jd, Xb, rho, W, a, u, w, p, n, K, kappa, fit_intercept)
-        res -= d / D
-        d += _dual_solve(L, res, D, Xb, rho, W, a, u, w, p, n, K, kappa,
-                         fit_intercept)[0]
+        _vjp(Jd, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, back)
+        for m in range(p):
+            res[m] = r[m] - back[m] - d[m] / D[m]
+        _dual_solve(L, res, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
+                    ws[_DV2], back, corr)
+        for m in range(p):
+            d[m] += corr[m]
     if not _all_finite(d):
-        return DIRECTION, empty, r, eta
+        return DIRECTION, d, r, eta
     return OK, d, r, eta
 
 
@@ -357,6 +385,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
     n_steps = 0
     last_start, last_end = -1, -1
     status, value = OK, 0.0
+    ws = np.empty((9, theta.size))
     for j in range(j_start, j_end):
         idx = order[bounds[j]:bounds[j + 1]]
         wb = sample_weight[idx]
@@ -392,7 +421,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
             break
         curvature = lam * unit if adaptive else scale
         status, d, r, eta = _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss,
-                                       reg_code, mu, tau, curvature)
+                                       reg_code, mu, tau, curvature, ws)
         if status != OK:
             break
         alpha = min(1.0, step_size / (1.0 + M_g * eta))
@@ -400,7 +429,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
             slope = np.dot(r, d)
             accepted = False
             for _ in range(max_trials):
-                candidate = theta - alpha * d
+                candidate = _axpy(theta, alpha, d)
                 reg_new = tau * _value_sum_kernel(candidate, reg_code, mu)
                 trial = _objective(candidate, reg_new, Xb, Yb, s, net, loss,
                                    False)[0]
@@ -415,7 +444,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
                 new = theta
                 reg_new = reg
         else:
-            new = theta - alpha * d
+            new = _axpy(theta, alpha, d)
             reg_new = tau * _value_sum_kernel(new, reg_code, mu)
         if not _all_finite(new):
             status = PARAMETERS
