@@ -17,7 +17,7 @@ largest stored value: float64 ≤ 2.1e-10 in the ill-conditioned full-batch
 fits, ≤ 3.2e-15 in mini-batch ones; float32 3.5e-7 in mini-batch and 1.1e-4
 in the six full-batch iterations, where the old and the new float32 fits
 are both 2e-5 to 1.4e-4 from the same fit in float64); and once more when
-float64 mini-batch epochs began running compiled (``engine/_compiled.py``:
+float64 multi-output mini-batch epochs began running compiled (``engine/_compiled.py``:
 ≤ 7e-16 absolute from the Python epoch on these fits).
 """
 
