@@ -273,7 +273,7 @@ def main(argv=None):
     print(f"sklearn_ggn {__version__} (imported from {_origin()}): "
           "GGN-SCORE vs scikit-learn MLP"
           f"{' (--quick: iterations capped, smoke test only)' if args.quick else ''}")
-    print("Note: the first run compiles the numba kernels (up to ~20 s; cached "
+    print("Note: the first run compiles the numba kernels (up to ~40 s; cached "
           "on disk afterwards).")
     limits = None
     if args.blas_threads > 0:
