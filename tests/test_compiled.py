@@ -312,3 +312,63 @@ def test_an_interrupt_between_segments_leaves_the_estimator_unchanged(monkeypatc
         clf.fit(X[::-1], y[::-1])
     assert len(calls) == 3
     assert pickle.dumps(clf) == before
+
+
+def test_what_runs_in_python_subclasses_and_large_batches():
+    """Subclasses of the built-in regularizers or of Problem may override
+    what the compiled code computes itself; batches whose all-pairs Gram
+    would exceed the Python path's memory blocks (or whose Cholesky order
+    needs the one-thread guard) run the Python loop too."""
+    problem, _ = _problem("log_loss", 3)
+
+    class MyHuber(REGULARIZERS["pseudo_huber"]):
+        def value_sum(self, t):
+            return 2 * super().value_sum(t)
+
+    class MyProblem(Problem):
+        pass
+
+    X, Y, w = _data("log_loss", 3)
+    net = problem.network
+    for prob in (Problem(net, LOSSES["log_loss"](), MyHuber(2.0), 1e-3, X, Y, w),
+                 MyProblem(net, LOSSES["log_loss"](), REGULARIZERS["pseudo_huber"](2.0),
+                           1e-3, X, Y, w)):
+        assert compiled_epoch_arguments(_prepared(prob), prob) is None
+    wide = TwoLayerNetwork(2000, 100, 3, 0.1, "silu", True)
+    rng = np.random.default_rng(0)
+    big = Problem(wide, LOSSES["log_loss"](), REGULARIZERS["pseudo_huber"](2.0),
+                  1e-3, rng.standard_normal((600, 2000)), np.eye(3)[np.arange(600) % 3],
+                  np.ones(600))
+    solver = _solver(True, batch=300)
+    solver.prepare(big, SolverState())
+    assert solver._compiled is None  # 45 000 pairs × 2 101 values > 64 MB
+    solver = _solver(True, batch=20)
+    solver.prepare(big, SolverState())
+    assert solver._compiled is not None
+
+
+def test_compiled_epoch_checks_shapes():
+    """numba does not check bounds: a θ of the wrong length is a clear error."""
+    from sklearn_ggn.engine import _compiled
+
+    problem, theta0 = _problem("log_loss", 3)
+    solver = _prepared(problem)
+    batches = solver.batching.epoch(problem.n_samples, np.random.RandomState(0))
+    with pytest.raises(ValueError, match="parameters"):
+        _compiled.run_compiled_epoch(solver._compiled, solver.damping, theta0[:-3],
+                                     batches, SolverState())
+
+
+def test_compiled_poisson_risk_overflows_where_numpy_does():
+    from sklearn_ggn.engine import _compiled
+
+    F = np.array([[709.781, 0.0], [710.0, 1.0]])
+    Y = np.ones((2, 2))
+    for rows in ([0], [1]):
+        s = np.ones(1)
+        ours = _compiled._risk(F[rows], Y[rows], s, 2)
+        with np.errstate(over="ignore"):
+            ref = LOSSES["poisson"]().risk(F[rows], Y[rows], s)
+        assert ours == pytest.approx(ref, rel=1e-12) or (np.isinf(ours)
+                                                         and np.isinf(ref))
+    assert np.isfinite(_compiled._risk(F[[0]], Y[[0]], np.ones(1), 2))

@@ -37,9 +37,10 @@ from .._kernels import (
     structured_sensitivities_kernel,
 )
 from .._losses import LogLoss, PoissonLoss, SquaredError
-from .._network import TwoLayerNetwork
-from .._regularizers import _step_quantities_kernel, _value_sum_kernel
-from ._linearization import REFINE_CANCELLATION
+from .._network import _BLOCK_BYTES, TwoLayerNetwork
+from .._regularizers import REGULARIZERS, _step_quantities_kernel, _value_sum_kernel
+from ._linearization import LARGE_CHOLESKY, REFINE_CANCELLATION
+from ._problem import Problem
 from ._strategies import (
     AdaptiveDamping,
     AdaptiveStepSize,
@@ -121,7 +122,7 @@ def _risk(F, Y, s, loss):
                 y = Y[k, c]
                 ylogy = y * math.log(y) if y > 0 else 0.0
                 f = F[k, c]
-                mean = math.exp(f) if f < 709.78 else np.inf
+                mean = math.exp(f)  # inf on overflow, as np.exp
                 acc += mean - y * f + (ylogy - y)
             acc /= K
         total += s[k] * acc
@@ -166,7 +167,7 @@ def _residual_and_parts(F, Y, s, loss):
                     w[k, c] = root
         else:
             for c in range(K):
-                mean = math.exp(F[k, c]) if F[k, c] < 709.78 else np.inf
+                mean = math.exp(F[k, c])  # inf on overflow, as np.exp
                 e[k, c] = (mean - Y[k, c]) * (s[k] / K)
                 a[k, c] = math.sqrt(mean * (s[k] / K))
     return e, a, u, w
@@ -481,17 +482,32 @@ def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, loss,
 
 
 # ------------------------------------------------------------ the seam
+def _fits_one_block(batch_size, n_samples, net):
+    """Whether the compiled Gram, formed for all row pairs at once, stays
+    within the memory bound of the Python path's row blocks, and its
+    Cholesky below the order the Python path factorizes on one thread
+    (a merged last batch may have up to 1.5 batches of rows)."""
+    b = min(n_samples, int(1.5 * batch_size) + 1)
+    pairs = b * (b + 1) // 2
+    n, K = net.n_hidden, net.n_outputs
+    per_pair = (net.d_aug + n + K * K) * 8
+    return pairs * per_pair <= _BLOCK_BYTES and b * K < LARGE_CHOLESKY
+
+
 def compiled_epoch_arguments(solver, problem):
     """The constant arguments of :func:`minibatch_epoch` for this solver and
     problem (with the data in the layout the compiled function takes), or
     None when the epoch must run in Python."""
     net = problem.network
     if not (getattr(solver, "compiled", False) and solver.form == "dual"
+            and type(problem) is Problem
             and problem.regularized and problem.dtype == np.float64
             and type(net) is TwoLayerNetwork and net.n_outputs >= 2
             and isinstance(problem.Xa, np.ndarray)
             and type(problem.loss) in _LOSS_CODES
-            and hasattr(problem.regularizer, "_code")
+            and type(problem.regularizer) in REGULARIZERS.values()
+            and _fits_one_block(solver.batching.batch_size, problem.n_samples,
+                                net)
             and type(solver.damping) in (AdaptiveDamping, FixedDamping)
             and type(solver.step_size) is AdaptiveStepSize
             and (solver.line_search is None
@@ -532,6 +548,15 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     epoch does."""
     arguments = dict(arguments)
     Xa, Y, sample_weight = arguments.pop("data")
+    n, K, _, _, fit_intercept = arguments["net"]
+    p = n * Xa.shape[1] + n * K + K * int(fit_intercept)
+    # numba checks no bounds: shapes are checked here
+    if np.shape(theta) != (p,):
+        raise ValueError(f"theta has shape {np.shape(theta)}; the network has "
+                         f"{p} parameters")
+    if Y.shape != (Xa.shape[0], K) or sample_weight.shape != (Xa.shape[0],):
+        raise ValueError(f"Y {Y.shape} and sample_weight {sample_weight.shape} do "
+                         f"not match {Xa.shape[0]} rows and {K} outputs")
     order = (np.concatenate(batches).astype(np.intp, copy=False) if batches
              else np.empty(0, np.intp))
     bounds = np.zeros(len(batches) + 1, dtype=np.intp)

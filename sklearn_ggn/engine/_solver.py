@@ -290,8 +290,11 @@ class Solver:
                 self._compiled, damping, theta, batches, state)
             if status:
                 raise StepFailure(message)
-            record = {k: sums[i] / weight_total for i, k in enumerate(keys[:3])}
-            self._add_damping(record, sums[3] / weight_total)
+            # Python floats, as the loop's (and its ZeroDivisionError when
+            # every batch has zero weight)
+            record = {k: float(sums[i]) / float(weight_total)
+                      for i, k in enumerate(keys[:3])}
+            self._add_damping(record, float(sums[3]) / float(weight_total))
             if damping is not None and self.epochs_are_passes:
                 damping.end_epoch(record["objective"])
             return theta, record
