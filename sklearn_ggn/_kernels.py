@@ -378,3 +378,35 @@ def factor_transform_kernel(plain, S, a, u, w, k0, k1, gram):
                     if l != k:
                         gram[l * K + c2, k * K + c] = val
             row += 1
+
+
+@njit(**NUMBA_OPTIONS)
+def outer_products_kernel(V):
+    """``VV[i, c·K + c'] = V[i, c] V[i, c']`` (n × K²): the weights of the
+    hidden-weight Gram block ``Vᵀ diag(t) V`` as one GEMM ``t · VV``."""
+    n, K = V.shape
+    VV = np.empty((n, K * K), dtype=V.dtype)
+    for i in range(n):
+        for c in range(K):
+            for c2 in range(K):
+                VV[i, c * K + c2] = V[i, c] * V[i, c2]
+    return VV
+
+
+@njit(**NUMBA_OPTIONS)
+def structured_gram_block_kernel(M, rho, rho_deriv, a, u, w, D_V, D_bo, VV,
+                                 kappa2, k0, k1, gram):
+    """Rows ``k0 ≤ k < k1`` of the Gram ``J̃ D J̃ᵀ`` for the structured
+    factor, from ``M[(k, l), i] = Σ_j x_kj D_U[i, j] x_lj`` (dense or sparse
+    rows; overwritten): the pairs' hidden weights ``κ² ρ'_ki ρ'_li M``, their
+    plain blocks ``· VV`` (one GEMM), the output part ``κ² Σ_i ρ_ki ρ_li
+    D_V[i, c] + D_bo[c]`` (``D_bo`` empty without output bias), then A per
+    pair (:func:`factor_transform_kernel`)."""
+    pair_hidden_weights_kernel(rho_deriv, k0, k1, kappa2, M)
+    S = pair_products_kernel(rho, k0, k1) @ D_V
+    S *= kappa2
+    if D_bo.size:
+        for r in range(S.shape[0]):
+            for c in range(S.shape[1]):
+                S[r, c] += D_bo[c]
+    factor_transform_kernel(M @ VV, S, a, u, w, k0, k1, gram)

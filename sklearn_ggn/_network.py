@@ -30,8 +30,8 @@ from ._kernels import (
     apply_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
-    factor_transform_kernel,
-    pair_hidden_weights_kernel,
+    outer_products_kernel,
+    structured_gram_block_kernel,
     structured_sensitivities_kernel,
     hidden_gram_combine_kernel,
     output_gram_kernel,
@@ -256,7 +256,8 @@ class TwoLayerNetwork:
             Xa = cache.Xa
         if structured:
             _, V, _ = self.unpack(theta)
-            VV = (V[:, :, None] * V[:, None, :]).reshape(n, K * K)
+            VV = outer_products_kernel(V)
+            D_bo_ = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
         else:
             # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
             scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
@@ -273,14 +274,9 @@ class TwoLayerNetwork:
                 # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
                 M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
             if structured:
-                pair_hidden_weights_kernel(cache.rho_deriv, k0, k1, kappa2, M)
-                # the output part, per pair: κ² Σ_i ρ_ki ρ_li D_V[i, c] + D_bo[c]
-                S = pair_products_kernel(cache.rho, k0, k1) @ D_V
-                S *= kappa2
-                if D_bo is not None:
-                    S += D_bo
-                factor_transform_kernel(M @ VV, S, factor.a, factor.u, factor.w,
-                                        k0, k1, gram)
+                structured_gram_block_kernel(
+                    M, cache.rho, cache.rho_deriv, factor.a, factor.u, factor.w,
+                    np.ascontiguousarray(D_V), D_bo_, VV, kappa2, k0, k1, gram)
             else:
                 hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
         if not structured:

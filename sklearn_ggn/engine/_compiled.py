@@ -31,9 +31,9 @@ from .._kernels import (
     cholesky_solve_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
-    factor_transform_kernel,
-    pair_hidden_weights_kernel,
+    outer_products_kernel,
     pair_products_kernel,
+    structured_gram_block_kernel,
     structured_sensitivities_kernel,
 )
 from .._losses import LogLoss, PoissonLoss, SquaredError
@@ -262,25 +262,17 @@ def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
 
 @njit(**NUMBA_OPTIONS)
 def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
-    """``I + J̃ D J̃ᵀ`` (bK × bK), the structured Gram of the Python path."""
+    """``I + J̃ D J̃ᵀ`` (bK × bK): the Python path's structured Gram in one
+    block of rows (``TwoLayerNetwork.gram``, the same kernels)."""
     b, d_aug = Xb.shape
     p_u = n * d_aug
-    kappa2 = kappa * kappa
     M = pair_products_kernel(Xb, 0, b) @ D[:p_u].reshape((n, d_aug)).T
-    pair_hidden_weights_kernel(rho_d, 0, b, kappa2, M)
-    VV = np.empty((n, K * K))
-    for i in range(n):
-        for c in range(K):
-            for c2 in range(K):
-                VV[i, c * K + c2] = V[i, c] * V[i, c2]
-    S = pair_products_kernel(rho, 0, b) @ D[p_u:p_u + n * K].reshape((n, K))
-    S *= kappa2
-    if fit_intercept:
-        for r in range(S.shape[0]):
-            for c in range(K):
-                S[r, c] += D[p_u + n * K + c]
+    D_bo = D[p_u + n * K:] if fit_intercept else D[:0]
     gram = np.empty((b * K, b * K))
-    factor_transform_kernel(M @ VV, S, a, u, w, 0, b, gram)
+    structured_gram_block_kernel(M, rho, rho_d, a, u, w,
+                                 D[p_u:p_u + n * K].reshape((n, K)), D_bo,
+                                 outer_products_kernel(V), kappa * kappa, 0, b,
+                                 gram)
     for m in range(b * K):
         gram[m, m] += 1.0
     return gram
