@@ -23,17 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._losses import FactorParts
-
 from ._activations import activate
 from ._kernels import (
     apply_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
-    outer_products_kernel,
-    structured_gram_block_kernel,
-    structured_sensitivities_kernel,
     hidden_gram_combine_kernel,
+    outer_products_kernel,
     output_gram_kernel,
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
@@ -41,7 +37,10 @@ from ._kernels import (
     sparse_pair_products_kernel,
     sparse_rows_times_transposed_kernel,
     sparse_transposed_rows_times_kernel,
+    structured_gram_block_kernel,
+    structured_sensitivities_kernel,
 )
+from ._losses import FactorParts
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
 _BLOCK_BYTES = 64 * 2**20
