@@ -8,6 +8,7 @@ from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
@@ -249,7 +250,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
     def _resolve_batch_size(self, n_samples, n_features, n_outputs,
-                            incremental=False):
+                            incremental=False, compiled=True):
         if self.batch_size is None:
             return n_samples
         if self.batch_size == "auto":
@@ -259,8 +260,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
-            if n_outputs == 1:
-                return min(n_samples, _AUTO_BATCH_ROWS)
+            if n_outputs == 1 or not compiled:
+                # one output, or a multi-output fit on the Python loop
+                # (float32, sparse X), whose steps pay ~0.7 ms of interpreter
+                # each: the batches of 256 rows (all outputs together)
+                return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
             return min(n_samples, _auto_batch_rows(n_features, self.n_hidden,
                                                    n_outputs, self.fit_intercept))
         if self.batch_size > n_samples:
@@ -368,8 +372,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a huge step): standardize with StandardScaler, and for heavy "
                 "tails use RobustScaler or QuantileTransformer, or clip the "
                 "features.", UserWarning)
+        # the cost rule of batch_size="auto" models the compiled epoch
+        # (float64, dense X; see engine/_compiled.py)
+        compiled = X.dtype == np.float64 and not sp.issparse(X)
         batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
-                                              incremental)
+                                              incremental, compiled)
         if self.tau != "auto":
             tau = float(self.tau)
         elif incremental or batch_size < X.shape[0]:

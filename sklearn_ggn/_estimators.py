@@ -114,7 +114,8 @@ _SHARED_PARAMETERS = """
         while ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
         output, and for K ≥ 2 outputs the size in ``[2, 256 // K]`` with the
         smallest modeled cost per row (e.g. 4 for 26 classes and 16
-        features, 20 for 10 classes and 784 features; see the user guide).
+        features, 20 for 10 classes and 784 features; see the user guide;
+        ``256 // K`` for float32 or sparse X, whose steps run in Python).
         ``partial_fit``, which sees chunks of a larger data set, always takes
         these mini-batches.
 
