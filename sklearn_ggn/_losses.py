@@ -72,7 +72,16 @@ class FactorParts:
                                                                   self.w)))
 
 
-class SquaredError:
+class _FactoredLoss:
+    """A loss whose curvature factor comes as :class:`FactorParts`."""
+
+    def residual_and_factor(self, F, Y, s):
+        """``e`` and the dense factor ``A`` (b, K, K)."""
+        residual, parts = self.residual_and_parts(F, Y, s)
+        return residual, parts.dense()
+
+
+class SquaredError(_FactoredLoss):
     """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``Q_k = (s_k/K) I``."""
 
     name = "squared_error"
@@ -93,12 +102,8 @@ class SquaredError:
         a = np.repeat(np.sqrt(s / K).astype(F.dtype, copy=False)[:, None], K, axis=1)
         return residual, FactorParts.diagonal(a)
 
-    def residual_and_factor(self, F, Y, s):
-        residual, parts = self.residual_and_parts(F, Y, s)
-        return residual, parts.dense()
 
-
-class LogLoss:
+class LogLoss(_FactoredLoss):
     """Cross-entropy of softmax(F) (K ≥ 2 logits) or sigmoid(F) (one logit).
 
     Softmax: ``Q_k = s_k (diag π_k − π_k π_kᵀ)`` factored as
@@ -141,12 +146,8 @@ class LogLoss:
         root_s = np.sqrt(s)[:, None]
         return residual, FactorParts(sqrt_prob * root_s, prob * root_s, sqrt_prob)
 
-    def residual_and_factor(self, F, Y, s):
-        residual, parts = self.residual_and_parts(F, Y, s)
-        return residual, parts.dense()
 
-
-class PoissonLoss:
+class PoissonLoss(_FactoredLoss):
     """Half Poisson deviance with the log link, averaged over the K outputs.
 
     The network output Φ is the log of the predicted mean, ``λ = exp(Φ)``;
@@ -196,10 +197,6 @@ class PoissonLoss:
         lam = self.mean(F)
         residual = (lam - Y) * (s / K)[:, None]
         return residual, FactorParts.diagonal(np.sqrt(lam * (s / K)[:, None]))
-
-    def residual_and_factor(self, F, Y, s):
-        residual, parts = self.residual_and_parts(F, Y, s)
-        return residual, parts.dense()
 
 
 LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,

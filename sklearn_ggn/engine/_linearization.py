@@ -146,16 +146,6 @@ class Linearization:
         self._W = None
         self._gradient = None
         self._lin64 = None
-        self._dense_factor = None
-
-    @property
-    def dense_factor(self):
-        """``A`` of shape (b, K, K) (built once from its parts)."""
-        if self._dense_factor is None:
-            self._dense_factor = (self.factor.dense()
-                                  if isinstance(self.factor, FactorParts)
-                                  else np.ascontiguousarray(self.factor))
-        return self._dense_factor
 
     # ------------------------------------------------------------ products
     @property
@@ -189,7 +179,7 @@ class Linearization:
     def gauss_newton_matrix(self):
         """The primal ``J̃ᵀ J̃`` of shape (p, p)."""
         return self.network.gauss_newton_matrix(self.theta, self.cache, self.W,
-                                                self.dense_factor)
+                                                self.factor)
 
     # Factorization and triangular solves are methods so that a profiler can
     # time them on the class (benchmarks/step_cost.py).

@@ -150,6 +150,9 @@ class Solver:
     """
 
     form = None
+    # constant arguments of the compiled epoch, when the solver has one
+    # (GGNScoreSolver.prepare)
+    _compiled = None
 
     def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True):
         self.batching = batching
@@ -278,26 +281,34 @@ class Solver:
         this epoch may already have moved θ far off: the divergence test only
         sees batch objectives)."""
         keys = ("objective", "risk", "step_size", "damping")
-        sums = dict.fromkeys(keys, 0.0)
-        weight_total = 0.0
-        last = None
         damping = getattr(self, "damping", None)
-        adaptive = damping is not None and damping.adaptive
-        previous = None  # θ before the last step, judged on the next batch
         batches = self.batching.epoch(problem.n_samples, rng)
-        if getattr(self, "_compiled", None) is not None:
+        if self._compiled is not None:
             status, message, theta, sums, weight_total = run_compiled_epoch(
                 self._compiled, damping, theta, batches, state)
             if status:
                 raise StepFailure(message)
             # Python floats, as the loop's (and its ZeroDivisionError when
             # every batch has zero weight)
-            record = {k: float(sums[i]) / float(weight_total)
-                      for i, k in enumerate(keys[:3])}
-            self._add_damping(record, float(sums[3]) / float(weight_total))
-            if damping is not None and self.epochs_are_passes:
-                damping.end_epoch(record["objective"])
-            return theta, record
+            sums = dict(zip(keys, map(float, sums)))
+            weight_total = float(weight_total)
+        else:
+            theta, sums, weight_total = self._python_epoch(problem, theta, batches,
+                                                           state, damping, keys)
+        record = {k: sums[k] / weight_total for k in keys[:3]}
+        self._add_damping(record, sums["damping"] / weight_total)
+        if damping is not None and self.epochs_are_passes:
+            damping.end_epoch(record["objective"])
+        return theta, record
+
+    def _python_epoch(self, problem, theta, batches, state, damping, keys):
+        """The steps of one epoch in Python: ``(θ, weighted sums of keys,
+        total batch weight)``."""
+        sums = dict.fromkeys(keys, 0.0)
+        weight_total = 0.0
+        last = None
+        adaptive = damping is not None and damping.adaptive
+        previous = None  # θ before the last step, judged on the next batch
         for idx in batches:
             batch = problem.batch(idx)
             if batch is None:
@@ -323,11 +334,7 @@ class Solver:
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, theta, state)
-        record = {k: sums[k] / weight_total for k in keys[:3]}
-        self._add_damping(record, sums["damping"] / weight_total)
-        if damping is not None and self.epochs_are_passes:
-            damping.end_epoch(record["objective"])
-        return theta, record
+        return theta, sums, weight_total
 
     @staticmethod
     def _add_damping(record, damping):
