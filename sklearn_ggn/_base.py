@@ -2,7 +2,6 @@
 fitted attributes. The numerics live in :mod:`sklearn_ggn.engine`."""
 
 import copy
-import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
