@@ -29,6 +29,9 @@ Benchmarks (numbered as in the performance issue):
 9. ``sparse_input`` — time and peak memory of a fit on a CSR matrix (20 000
    features, 1 % density) against its densified copy.
 
+10. ``row_cost`` — cost per training row of a default epoch against an MLP
+    epoch over a grid of input dimension, classes and width.
+
 Peer comparison:
 
 * ``pyscsopt_peer`` — one full-batch step against the authors' Python package
@@ -37,4 +40,5 @@ Peer comparison:
 """
 
 BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "uci", "startup",
-              "grid_search", "scaling", "sparse_input", "pyscsopt_peer")
+              "grid_search", "scaling", "sparse_input", "pyscsopt_peer",
+              "row_cost")

@@ -81,6 +81,7 @@ import numpy as np
 
 from ._common import (
     LoadMonitor,
+    _jsonable,
     fmt,
     machine_stamp,
     md_table,
@@ -88,11 +89,15 @@ from ._common import (
     result_path,
     save_figure,
     stamp_markdown,
-    _jsonable,
 )
 
+# generated tasks: shapes no default was chosen on (wide one-hot data, many
+# classes, tall data, noisy and strongly non-linear low-dimensional tasks)
+GENERATED_TASKS = ("onehot_binary", "onehot_regression", "wide_5class",
+                   "classes_30", "tall_3class", "friedman1", "nonlinear_binary")
 TASKS = ("breast_cancer", "digits", "diabetes", "pendigits", "avila", "mnist10k",
-         "letter")
+         "letter") + GENERATED_TASKS
+REGRESSION_TASKS = ("diabetes", "onehot_regression", "friedman1")
 REAL_TASKS = ("pendigits", "avila", "mnist10k", "letter")
 MODELS = ("ggn", "mlp", "hgb")
 PLOT_TASKS = ("letter", "mnist10k")
@@ -123,6 +128,71 @@ def _bundled(name, seed):
     return X_tr, y_tr, X_te, y_te, "70/30 split, seed = run seed"
 
 
+def _one_hot_columns(rng, n_rows, levels):
+    """Random categorical columns with the given numbers of levels: their
+    codes (n_rows × len(levels)) and the one-hot matrix."""
+    codes = np.column_stack([rng.integers(0, m, n_rows) for m in levels])
+    blocks = [np.eye(m)[codes[:, j]] for j, m in enumerate(levels)]
+    return codes, np.hstack(blocks)
+
+
+def _generated(name, seed):
+    """A generated task: the data are fixed (random_state 0), the 70/30
+    split follows the run seed."""
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+
+    rng = np.random.default_rng(0)
+    stratify = True
+    if name == "onehot_binary":
+        # 1 000 rows, 8 categorical columns one-hot encoded (61 columns), a
+        # label from additive effects, one interaction and noise
+        levels = (3, 4, 5, 6, 8, 10, 12, 13)
+        codes, X = _one_hot_columns(rng, 1000, levels)
+        effects = [rng.normal(0, 1, m) for m in levels]
+        score = sum(e[codes[:, j]] for j, e in enumerate(effects))
+        score += 1.5 * (codes[:, 0] == codes[:, 1] % 3)
+        y = (score + rng.normal(0, 1.0, 1000) > np.median(score)).astype(int)
+    elif name == "onehot_regression":
+        # 2 930 rows: 300 one-hot columns of 5 categoricals and 9 numeric ones
+        levels = (120, 80, 50, 30, 20)
+        codes, onehot = _one_hot_columns(rng, 2930, levels)
+        numeric = rng.normal(0, 1, (2930, 9))
+        X = np.hstack([numeric, onehot])
+        y = (np.sin(numeric[:, 0]) * 2 + numeric[:, 1] * numeric[:, 2]
+             + sum(rng.normal(0, 0.7, m)[codes[:, j]] for j, m in enumerate(levels))
+             + rng.normal(0, 0.5, 2930))
+        stratify = False
+    elif name == "wide_5class":
+        X, y = datasets.make_classification(
+            4000, 500, n_informative=40, n_redundant=20, n_classes=5,
+            flip_y=0.03, random_state=0)
+    elif name == "classes_30":
+        X, y = datasets.make_classification(
+            20000, 20, n_informative=15, n_classes=30, n_clusters_per_class=1,
+            flip_y=0.05, random_state=0)
+    elif name == "tall_3class":
+        X, y = datasets.make_classification(
+            50000, 12, n_informative=8, n_classes=3, flip_y=0.05,
+            random_state=0)
+    elif name == "friedman1":
+        X, y = datasets.make_friedman1(2000, noise=1.0, random_state=0)
+        stratify = False
+    elif name == "nonlinear_binary":
+        X = rng.uniform(-2, 2, (3000, 5))
+        f = (np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + X[:, 2] * X[:, 3]
+             - 0.5 * X[:, 4] ** 2 + 0.3)
+        y = (f > 0).astype(int)
+        flip = rng.random(3000) < 0.05
+        y[flip] = 1 - y[flip]
+    else:
+        raise ValueError(name)
+    X_tr, X_te, y_tr, y_te = train_test_split(
+        X, y, test_size=0.3, random_state=seed,
+        stratify=y if stratify else None)
+    return X_tr, y_tr, X_te, y_te, "generated, 70/30 split, seed = run seed"
+
+
 def _letter(home):
     """First 15 000 / last 5 000 rows of the raw UCI file when present."""
     import gzip
@@ -149,6 +219,8 @@ def _letter(home):
 
 def load_task(name, seed, home):
     """``(X_train, y_train, X_test, y_test, split note)``; raises Skip."""
+    if name in GENERATED_TASKS:
+        return _generated(name, seed)
     if name not in REAL_TASKS:
         return _bundled(name, seed)
     if home is None:
@@ -179,13 +251,15 @@ def _subsample(X, y, rows, seed):
 
 # ------------------------------------------------------------------ models
 def is_regression(task):
-    return task == "diabetes"
+    return task in REGRESSION_TASKS
 
 
 def make_model(kind, regression, seed, ggn_params):
     from sklearn.compose import TransformedTargetRegressor
-    from sklearn.ensemble import (HistGradientBoostingClassifier,
-                                  HistGradientBoostingRegressor)
+    from sklearn.ensemble import (
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+    )
     from sklearn.neural_network import MLPClassifier, MLPRegressor
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

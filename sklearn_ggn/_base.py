@@ -44,6 +44,10 @@ _AUTO_BATCH_ROWS = 256
 # epoch on letter, avila, pendigits and MNIST (optima b = 3-4, 5-8, 5-8 and
 # 16-25 rows; issue 8 study).
 _AUTO_STEP_PASSES = 290.0
+# ... and for the structured step (hessian="per_unit"), whose Gram costs
+# b²(d̂ + n) and whose kernel system has one row per sample (true-vs-rest
+# curvature): this many rows per batch (docs/defaults.rst).
+_AUTO_STRUCTURED_ROWS = 128
 
 
 def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
@@ -139,6 +143,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "warm_start": ["boolean"],
         "verbose": ["verbose"],
         "store_initial_weights": ["boolean"],
+        "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
+        "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
     }
 
     @abstractmethod
@@ -146,7 +152,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                  mu, tau, step_size, damping, line_search, linear_solver, solver,
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
-                 warm_start, verbose, store_initial_weights):
+                 warm_start, verbose, store_initial_weights, curvature="auto",
+                 hessian="auto"):
         self.n_hidden = n_hidden
         self.activation = activation
         self.scaling = scaling
@@ -171,6 +178,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         self.warm_start = warm_start
         self.verbose = verbose
         self.store_initial_weights = store_initial_weights
+        self.curvature = curvature
+        self.hessian = hessian
 
     # ---------------------------------------------------------------- hooks
     @abstractmethod
@@ -256,6 +265,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # partial_fit streams chunks of a larger data set: it
             # takes the mini-batches a fit on all of it would, whatever the
             # chunk's size (as damping="auto" does in _make_solver).
+            if self._structured_step():
+                # one row of the kernel system per sample (or K for the
+                # exact curvature of K outputs): full batch for small data,
+                # else batches of _AUTO_STRUCTURED_ROWS rows
+                if n_samples <= _AUTO_FULL_BATCH_ROWS and not incremental:
+                    return n_samples
+                return min(n_samples, _AUTO_STRUCTURED_ROWS)
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
@@ -270,6 +286,16 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             warnings.warn(f"batch_size={self.batch_size} is larger than the "
                           f"{n_samples} training samples; using a full batch.")
         return min(self.batch_size, n_samples)
+
+    def _step_options(self):
+        """``(curvature, hessian)`` of the step, "auto" resolved."""
+        return ("true_vs_rest" if self.curvature == "auto" else self.curvature,
+                "per_unit" if self.hessian == "auto" else self.hessian)
+
+    def _structured_step(self):
+        """Whether the steps use the structured H (their Gram never weighs
+        the inputs per hidden unit)."""
+        return self._step_options()[1] == "per_unit"
 
     def _make_solver(self, problem, batch_size, incremental, early_stopping):
         """The engine's solver for these hyperparameters."""
@@ -287,11 +313,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         full_batch = batching.full_batch(problem.n_samples) and not incremental
         return GGNScoreSolver(
             resolve_damping(self.damping, problem.tau, full_batch,
-                            1.0 / problem.regularizer.hessian(np.zeros(1))[0]),
+                            1.0 / problem.regularizer.hessian(np.zeros(1))[0],
+                            structured=self._structured_step()),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self.line_search else None,
             self.linear_solver, batching, max_iter, stopping,
-            epochs_are_passes=not incremental)
+            epochs_are_passes=not incremental,
+            curvature=self._step_options()[0], hessian=self._step_options()[1])
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,

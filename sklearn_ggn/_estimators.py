@@ -160,6 +160,26 @@ _SHARED_PARAMETERS = """
         Keep a copy of the initial weights in ``initial_weights_`` (needed by
         :func:`sklearn_ggn.diagnostics.time_invariance`); off by default so
         that ordinary fits pay nothing.
+    curvature : {"auto", "exact", "true_vs_rest"}, default="auto"
+        Output curvature Q of the Gauss-Newton model. ``"exact"`` is the
+        paper's: for K classes the kernel system has b·K rows.
+        ``"true_vs_rest"`` keeps, of the softmax curvature
+        ``diag π − π πᵀ``, the part of the margin between the true class and
+        the rest, ``π_y (1 − π_y)(e_y − r)(e_y − r)ᵀ`` with ``r`` the other
+        classes' normalized probabilities: one row per sample, a b × b system
+        (K² less Gram, K³ less factorization); the gradient stays exact.
+        It applies to the softmax log loss; other losses (one output, the
+        squared error, Poisson) keep their exact Q. ``"auto"`` is
+        ``"true_vs_rest"``. See the user guide's "The default step".
+    hessian : {"auto", "diagonal", "per_unit"}, default="auto"
+        Structure of H, the curvature of the regularizer in the step.
+        ``"diagonal"`` is ``λ_H ḡ''(θ)`` entry by entry (the paper's);
+        ``"per_unit"`` gives every parameter of a hidden unit (its input
+        weights, bias and output weights) the unit's mean of that curvature,
+        so that the Gram costs ``b²(d + n)`` instead of ``b²·n·d``; the
+        regularizer's gradient stays exact. ``"auto"`` is ``"per_unit"``.
+        :func:`~sklearn_ggn.paper_params` sets ``curvature="exact",
+        hessian="diagonal"``.
 """
 
 _SHARED_ATTRIBUTES = """
@@ -305,7 +325,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
-                 store_initial_weights=False):
+                 store_initial_weights=False, curvature="auto", hessian="auto"):
         self.loss = loss
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
@@ -316,7 +336,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
             validation_fraction=validation_fraction, shuffle=shuffle,
             random_state=random_state, warm_start=warm_start, verbose=verbose,
-            store_initial_weights=store_initial_weights,
+            store_initial_weights=store_initial_weights, curvature=curvature,
+            hessian=hessian,
         )
 
     def __sklearn_tags__(self):
@@ -480,7 +501,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
-                 store_initial_weights=False):
+                 store_initial_weights=False, curvature="auto", hessian="auto"):
         self.loss = loss
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
@@ -491,7 +512,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             n_iter_no_change=n_iter_no_change, early_stopping=early_stopping,
             validation_fraction=validation_fraction, shuffle=shuffle,
             random_state=random_state, warm_start=warm_start, verbose=verbose,
-            store_initial_weights=store_initial_weights,
+            store_initial_weights=store_initial_weights, curvature=curvature,
+            hessian=hessian,
         )
 
     def __sklearn_tags__(self):

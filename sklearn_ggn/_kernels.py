@@ -180,22 +180,23 @@ def scaled_hidden_jacobian_kernel(Xa, W, i0, i1, sqrt_D_U, kappa, out):
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
 def output_gram_kernel(factor, S, gram):
-    """Add ``Σ_c'' A_k[c'',c] A_l[c'',c'] S[c'',k,l]`` to ``gram``.
+    """Add ``Σ_c'' A_k[c'',c] A_l[c'',c'] S[c'',k,l]`` to ``gram`` for a factor
+    of shape (b, K, R) (R columns per row: K for the exact factor).
 
     ``S[c'', k, l] = κ² Σ_i ρ_ki ρ_li D_V[i,c''] + D_bo[c'']`` collects the
     output-weight and output-bias parts of the Gram.
     """
-    b, K, _ = factor.shape
+    b, K, R = factor.shape
     for k in range(b):
         for l in range(k, b):
-            for c in range(K):
-                for c2 in range(K):
+            for c in range(R):
+                for c2 in range(R):
                     acc = 0.0
                     for c3 in range(K):
                         acc += factor[k, c3, c] * factor[l, c3, c2] * S[c3, k, l]
-                    gram[k * K + c, l * K + c2] += acc
+                    gram[k * R + c, l * R + c2] += acc
                     if l != k:
-                        gram[l * K + c2, k * K + c] += acc
+                        gram[l * R + c2, k * R + c] += acc
 
 
 @njit(**NUMBA_OPTIONS)

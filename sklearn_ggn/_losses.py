@@ -72,6 +72,57 @@ class FactorParts:
                                                                   self.w)))
 
 
+class RankFactor:
+    """A curvature factor of rank R per row: ``Q̃_k = F_k F_kᵀ``, F_k of shape
+    (K, R).
+
+    The reduced output curvatures (``curvature="true_vs_rest"``) have R = 1,
+    which shrinks the dual system from b·K to b rows; the exact factor, made
+    dense, is the case R = K (``F_k = A_k``).
+
+    Parameters
+    ----------
+    F : ndarray of shape (b, K, R)
+    """
+
+    def __init__(self, F):
+        self.F = F
+
+    @property
+    def rank(self):
+        """R, the columns per row (rows of J̃ per sample)."""
+        return self.F.shape[2]
+
+    @classmethod
+    def from_parts(cls, parts):
+        """The exact factor ``A_k`` of :class:`FactorParts` as a rank-K factor."""
+        return cls(np.ascontiguousarray(parts.dense()))
+
+    def astype(self, dtype):
+        """The factor in ``dtype``."""
+        return RankFactor(np.asarray(self.F, dtype=dtype))
+
+    def coefficients(self, residual):
+        """``c`` with ``e_k = F_k c_k`` for every row, or None.
+
+        For a factor of rank one whose columns span the residual (the
+        true-vs-rest factor, every one-output loss) the gradient is
+        ``Jᵀ e = J̃ᵀ c``, which saves the step a Jacobian product
+        (``Linearization.direction``). None when a row's residual is not in
+        the span (a saturated probability whose factor underflowed).
+        """
+        if self.rank != 1:
+            return None
+        f = self.F[:, :, 0]
+        ff = np.einsum("kc,kc->k", f, f)
+        fe = np.einsum("kc,kc->k", f, residual)
+        c = np.divide(fe, ff, out=np.zeros_like(fe), where=ff > 0)
+        scale = np.abs(residual).max(initial=0.0)
+        if np.abs(f * c[:, None] - residual).max(initial=0.0) > 1e-10 * scale:
+            return None
+        return c[:, None]
+
+
 class _FactoredLoss:
     """A loss whose curvature factor comes as :class:`FactorParts`."""
 
@@ -79,6 +130,20 @@ class _FactoredLoss:
         """``e`` and the dense factor ``A`` (b, K, K)."""
         residual, parts = self.residual_and_parts(F, Y, s)
         return residual, parts.dense()
+
+    def residual_and_curvature(self, F, Y, s, curvature="exact"):
+        """``e`` and the factor of the output curvature the step uses.
+
+        ``"exact"`` gives the :class:`FactorParts` of ``Q_k = A_k A_kᵀ``; a
+        reduced form gives a :class:`RankFactor`. A loss without a reduced form
+        (one output, the squared error, Poisson) keeps its exact factor.
+        """
+        if curvature == "exact" or F.shape[1] == 1:
+            return self.residual_and_parts(F, Y, s)
+        reduced = getattr(self, "reduced_" + curvature, None)
+        if reduced is None:
+            return self.residual_and_parts(F, Y, s)
+        return reduced(F, Y, s)
 
 
 class SquaredError(_FactoredLoss):
@@ -145,6 +210,36 @@ class LogLoss(_FactoredLoss):
         sqrt_prob = np.sqrt(prob)
         root_s = np.sqrt(s)[:, None]
         return residual, FactorParts(sqrt_prob * root_s, prob * root_s, sqrt_prob)
+
+    def reduced_true_vs_rest(self, F, Y, s):
+        """``e`` and the true-class-versus-rest factor of the softmax curvature.
+
+        With ``y`` the true class, ``q = Σ_{c≠y} π_c = 1 − π_y`` and
+        ``r = π_{−y} / q`` (the rest's distribution, zero at y),
+
+            ``diag π − π πᵀ = π_y q (e_y − r)(e_y − r)ᵀ + q (diag r − r rᵀ)``;
+
+        the first term (the curvature of the margin between the true class
+        and the rest) is kept: ``F_k = sqrt(s_k π_y q) (e_y − r)``, one column
+        per row. The dropped term is positive semidefinite, so the step's
+        curvature is a lower bound of the exact one; the gradient
+        ``π − e_y = −q (e_y − r)`` lies in the span of F.
+        """
+        prob = self.probabilities(F)
+        residual = (prob - Y) * s[:, None]
+        rows = np.arange(F.shape[0])
+        y = Y.argmax(axis=1)
+        p_y = prob[rows, y]
+        rest = prob.copy()
+        rest[rows, y] = 0.0
+        q = rest.sum(axis=1)  # 1 − π_y without its cancellation
+        root_q = np.sqrt(q)
+        # −π_c sqrt(s π_y / q) as (π_c / sqrt q) sqrt(s π_y): π_c ≤ q, no overflow
+        column = np.divide(rest, root_q[:, None], out=np.zeros_like(rest),
+                           where=root_q[:, None] > 0)
+        column *= -np.sqrt(s * p_y)[:, None]
+        column[rows, y] = np.sqrt(s * p_y) * root_q
+        return residual, RankFactor(column[:, :, None].astype(F.dtype, copy=False))
 
 
 class PoissonLoss(_FactoredLoss):

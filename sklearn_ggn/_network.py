@@ -40,7 +40,7 @@ from ._kernels import (
     structured_gram_block_kernel,
     structured_sensitivities_kernel,
 )
-from ._losses import FactorParts
+from ._losses import FactorParts, RankFactor
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
 _BLOCK_BYTES = 64 * 2**20
@@ -317,6 +317,126 @@ class TwoLayerNetwork:
                 gram += part
         return gram
 
+    # ------------------------------------------------------------ rank-R factor
+    # A factor F_k of shape (K, R) per row (RankFactor): J̃ = Fᵀ J has R rows
+    # per sample. The reduced output curvatures (R = 1) and the per-unit H
+    # take this route; the exact factor's own structure (FactorParts) keeps
+    # the routes above.
+    def rank_sensitivities(self, theta, cache, F):
+        """``W[k, r, i] = ρ'(a_ki) (V F_k)[i, r]`` of shape (b, R, n)."""
+        _, V, _ = self.unpack(theta)
+        b, K, R = F.shape
+        Ft = F.reshape(b, K) if R == 1 else F.transpose(0, 2, 1).reshape(b * R, K)
+        W = (Ft @ V.T).reshape(b, R, -1)  # one GEMM
+        W *= cache.rho_deriv[:, None, :]
+        return W
+
+    def output_jvp(self, theta, cache, direction):
+        """The plain ``J v`` of shape (b, K): the outputs' first-order change."""
+        _, V, _ = self.unpack(theta)
+        dU, dV, db_o = self.unpack(direction)
+        hidden = _times_transposed(cache.Xa, dU)
+        hidden *= cache.rho_deriv
+        out = hidden @ V
+        out += cache.rho @ dV
+        out *= self.kappa
+        if db_o is not None:
+            out += db_o
+        return out
+
+    def rank_jvp(self, theta, cache, F, direction):
+        """``J̃ v = F_kᵀ (J v)_k`` of shape (b, R)."""
+        Jv = self.output_jvp(theta, cache, direction)
+        return np.einsum("kc,kcr->kr", Jv, F)
+
+    def rank_vjp(self, theta, cache, F, y):
+        """``J̃ᵀ y = Jᵀ (F_k y_k)`` (flat) for ``y`` of shape (b, R)."""
+        return self.gradient(theta, cache, np.einsum("kcr,kr->kc", F, y))
+
+    def rank_gram(self, theta, cache, W, F, D, unit_D=None):
+        """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) for a rank-R factor.
+
+        With ``unit_D`` (H constant over each hidden unit's parameters,
+        ``D_U[i, :] = D_V[i, :] = unit_D[i]``) the input block needs no
+        per-unit weighting of the inputs, ``M_i = unit_D[i] X̂ X̂ᵀ``, and
+
+            ``G = κ² (W diag(unit_D) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1)
+                + κ² (FᵀF) ∘ (ρ diag(unit_D) ρᵀ ⊗ 1) + Fᵀ diag(D_bo) F``:
+
+        four GEMMs, ``(bR)²(n + K) + b²(d̂ + n)`` flops instead of
+        ``b²·n·d̂``. Otherwise the pairs' ``M_i[k, l] = Σ_j x_kj D_U[i, j] x_lj``
+        are formed in blocks as for the exact factor.
+        """
+        b, R, n = W.shape
+        K = F.shape[1]
+        dtype = cache.rho.dtype
+        kappa2 = self.kappa ** 2
+        D_U, D_V, D_bo = self.unpack(D)
+        Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape(b * R, K)
+        Xa = cache.Xa
+        if unit_D is not None:
+            Wf = W.reshape(b * R, n)
+            gram = (Wf * unit_D) @ Wf.T
+            XX = _inner_products(Xa)
+            S = (cache.rho * unit_D) @ cache.rho.T
+            if R == 1:
+                gram *= XX
+                S *= Ft @ Ft.T
+                gram += S
+            else:
+                gram4 = gram.reshape(b, R, b, R)
+                gram4 *= XX[:, None, :, None]
+                gram4 += (Ft @ Ft.T).reshape(b, R, b, R) * S[:, None, :, None]
+            gram *= kappa2
+            if D_bo is not None:
+                gram += (Ft * D_bo) @ Ft.T
+            return gram
+        sparse = sp.issparse(Xa)
+        itemsize = np.dtype(dtype).itemsize
+        per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
+        block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
+        gram = np.zeros((b * R, b * R), dtype=dtype)
+        for k0 in range(0, b, block):
+            k1 = min(b, k0 + block)
+            if sparse:
+                M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                                D_U, k0, k1, b)
+            else:
+                M = pair_products_kernel(Xa, k0, k1) @ D_U.T
+            hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
+        # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
+        scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
+        S = np.matmul(scaled, scaled.transpose(0, 2, 1))
+        S *= kappa2
+        if D_bo is not None:
+            S += D_bo[:, None, None]
+        output_gram_kernel(np.ascontiguousarray(F), S, gram)
+        return gram
+
+    def per_unit(self, D):
+        """The per-unit structure of a diagonal ``D = H⁻¹``.
+
+        Each hidden unit's parameters (its input weights, bias and output
+        weights) get the unit's mean curvature ``h_i`` (the mean of
+        ``H = 1/D`` over them); the output biases keep theirs.
+
+        Returns
+        -------
+        D_unit : ndarray of shape (p,)
+            ``1/h_i`` on unit i's parameters.
+        unit_D : ndarray of shape (n,)
+            ``1/h_i``.
+        """
+        D_U, D_V, _ = self.unpack(D)
+        h = (1.0 / D_U).sum(axis=1) + (1.0 / D_V).sum(axis=1)
+        h /= self.d_aug + self.n_outputs
+        unit_D = (1.0 / h).astype(D.dtype, copy=False)
+        D_unit = D.copy()
+        U_, V_, _ = self.unpack(D_unit)
+        U_[:] = unit_D[:, None]
+        V_[:] = unit_D[:, None]
+        return D_unit, unit_D
+
     # ------------------------------------------------------------ primal
     def gauss_newton_matrix(self, theta, cache, W, factor):
         """The primal ``J̃ᵀ J̃`` (p × p).
@@ -326,7 +446,8 @@ class TwoLayerNetwork:
         J̃ for the output weights and bias are small (bK × (nK + K)) and
         are formed explicitly, as is their cross block with the hidden weights.
         """
-        b, K, n = W.shape
+        b, R, n = W.shape  # R rows of J̃ per sample (K for the exact factor)
+        K = self.n_outputs
         Xa = cache.Xa
         d_aug = self.d_aug
         p_u = self.n_hidden_params
@@ -339,14 +460,14 @@ class TwoLayerNetwork:
         # Explicit J̃ for output weights / bias: J̃_R[(k,c), (i,c'')] =
         # κ ρ_ki A_k[c'', c];  J̃_R[(k,c), c''] = A_k[c'', c].
         n_rest = p - p_u
-        J_rest = np.zeros((b, K, n_rest), dtype=dtype)
+        J_rest = np.zeros((b, R, n_rest), dtype=dtype)
         At = factor.transpose(0, 2, 1)  # At[k, c, c''] = A_k[c'', c]
         J_rest[:, :, : n * K] = (
             kappa * cache.rho[:, None, :, None] * At[:, :, None, :]
-        ).reshape(b, K, n * K)
+        ).reshape(b, R, n * K)
         if self.fit_intercept:
             J_rest[:, :, n * K:] = At
-        J_rest2 = J_rest.reshape(b * K, n_rest)
+        J_rest2 = J_rest.reshape(b * R, n_rest)
         gn[p_u:, p_u:] = J_rest2.T @ J_rest2
 
         itemsize = np.dtype(dtype).itemsize
@@ -419,10 +540,23 @@ def _apply_factor(factor, z, transpose):
 
 
 def _dense(factor):
-    """The dense curvature factor (b, K, K), C-contiguous."""
+    """The dense curvature factor (b, K, R), C-contiguous."""
     if isinstance(factor, FactorParts):
         return factor.dense()
+    if isinstance(factor, RankFactor):
+        return np.ascontiguousarray(factor.F)
     return np.ascontiguousarray(factor)
+
+
+def _inner_products(Xa):
+    """``X̂ X̂ᵀ`` (b × b, dense) for dense or sparse ``X̂`` (the sparse
+    product scattered into a dense array; X itself is never densified)."""
+    if not sp.issparse(Xa):
+        return Xa @ Xa.T
+    product = (Xa @ Xa.T).tocoo()
+    out = np.zeros(product.shape, dtype=Xa.dtype)
+    out[product.row, product.col] = product.data
+    return out
 
 
 def _times_transposed(Xa, W):

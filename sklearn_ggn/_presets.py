@@ -52,4 +52,5 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4):
                          f"{sorted(_CONVENTIONS)}.")
     return {**_CONVENTIONS[convention], "batch_size": batch_size, "mu": mu,
             "tau": tau, "step_size": 0.95, "line_search": False,
-            "scaling": "ntk", "regularizer": "pseudo_huber"}
+            "scaling": "ntk", "regularizer": "pseudo_huber",
+            "curvature": "exact", "hessian": "diagonal"}

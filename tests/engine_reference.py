@@ -66,7 +66,9 @@ def _fit(est, X, y, how="fit"):
 # so that the stored fits keep measuring the engine, not the defaults.
 COMMON = {"n_hidden": 16, "random_state": 0, "damping": "auto", "tau": 1e-4,
           "batch_size": None, "tol": 1e-4, "n_iter_no_change": 10,
-          "step_size": 0.95, "line_search": True, "mu": "auto"}
+          "step_size": 0.95, "line_search": True, "mu": "auto",
+          # the stored fits are of the exact step (the 0.2 defaults)
+          "curvature": "exact", "hessian": "diagonal"}
 CONFIGS = {
     "reg_full_dual": (GGNScoreRegressor, dict(max_iter=6, linear_solver="dual"),
                       _regression, "fit"),

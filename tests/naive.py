@@ -165,6 +165,43 @@ def naive_residual_and_curvature(F, Y, s, loss):
     return e, Q
 
 
+def naive_true_vs_rest(F, Y, s):
+    """Block-diagonal Q̃: s_k π_y (1 − π_y) (e_y − r)(e_y − r)ᵀ, r = π_{−y}/(1 − π_y)."""
+    b, K = F.shape
+    P = np.exp(F - F.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    Q = np.zeros((b * K, b * K))
+    for k in range(b):
+        y = int(np.argmax(Y[k]))
+        r = P[k].copy()
+        r[y] = 0.0
+        r /= 1.0 - P[k, y]
+        v = -r
+        v[y] += 1.0
+        Q[k * K:(k + 1) * K, k * K:(k + 1) * K] = (
+            s[k] * P[k, y] * (1 - P[k, y]) * np.outer(v, v))
+    return Q
+
+
+def naive_per_unit(dense, H_dense):
+    """H̃ in the naive layout: each hidden unit's U row, bias and V row get
+    the mean of H over them; the output biases keep theirs."""
+    n, d, K = dense.n, dense.d, dense.K
+    H = H_dense.copy()
+    pos_U = np.arange(n * d).reshape(n, d)
+    pos = n * d
+    pos_bh = None
+    if dense.b_h is not None:
+        pos_bh = pos + np.arange(n)
+        pos += n
+    pos_V = pos + np.arange(n * K).reshape(n, K)
+    for i in range(n):
+        idx = list(pos_U[i]) + ([pos_bh[i]] if pos_bh is not None else []) + list(
+            pos_V[i])
+        H[idx] = np.mean(H_dense[idx])
+    return H
+
+
 # ---------------------------------------------------------------- regularizers
 
 

@@ -295,7 +295,8 @@ def test_an_interrupt_between_segments_leaves_the_estimator_unchanged(monkeypatc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = GGNScoreClassifier(n_hidden=6, batch_size=4, max_iter=2,
-                                 random_state=0).fit(X, y)
+                                 random_state=0, curvature="exact",
+                                 hessian="diagonal").fit(X, y)
     before = pickle.dumps(clf)
     calls = []
     original = _compiled.minibatch_epoch

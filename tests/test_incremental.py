@@ -103,10 +103,16 @@ def test_partial_fit_auto_batch_size_is_the_fits_mini_batch():
         reg.partial_fit(X, X[:, 0])
         clf = GGNScoreClassifier(n_hidden=8, random_state=0)
         clf.partial_fit(X, np.arange(600) % 4)
-    assert reg.t_ == 2  # 256 and 344 (the short last 88 rows merged)
-    rows = _auto_batch_rows(4, 8, 4, True)  # the cost rule for K = 4 outputs
+        exact = GGNScoreClassifier(n_hidden=8, random_state=0, curvature="exact",
+                                   hessian="diagonal")
+        exact.partial_fit(X, np.arange(600) % 4)
+    # the default step: batches of 128 rows whatever K (600 = 4 × 128 + 88,
+    # the last one kept: at least half a batch)
+    assert reg.t_ == clf.t_ == 5
+    # the exact step: the cost rule for K = 4 outputs
+    rows = _auto_batch_rows(4, 8, 4, True)
     assert 2 <= rows <= 256 // 4
     # every batch of `rows`, a short last one merged
     rest = 600 % rows
     n_batches = 600 // rows + (rest > 0) - (0 < rest < rows / 2)
-    assert clf.t_ == n_batches
+    assert exact.t_ == n_batches

@@ -7,9 +7,11 @@ from naive import (
     dense_directions,
     finite_difference_jacobian,
     naive_activation,
+    naive_per_unit,
     naive_pseudo_huber,
     naive_residual_and_curvature,
     naive_risk,
+    naive_true_vs_rest,
 )
 from sklearn.exceptions import ConvergenceWarning
 
@@ -345,8 +347,11 @@ def test_step_size_rule():
                                       (GGNScoreClassifier, "log_loss"),
                                       (GGNScoreClassifier, "squared_error")])
 @pytest.mark.parametrize("linear_solver", ["dual", "primal"])
-def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
-    """warm_start + max_iter=1 + full batch: exactly θ − α d from the user's θ."""
+@pytest.mark.parametrize("step", ["paper", "default"])
+def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, step):
+    """warm_start + max_iter=1 + full batch: exactly θ − α d from the user's θ,
+    for the paper's step (exact Q, diagonal H) and the default one
+    (true-vs-rest Q, per-unit H)."""
     rng = np.random.default_rng(5)
     b, d, n = 12, 3, 8
     X = rng.standard_normal((b, d))
@@ -362,7 +367,8 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     sw = rng.uniform(0.5, 2.0, b)
     est = Est(n_hidden=n, batch_size=None, warm_start=True, max_iter=1,
               line_search=False, tau=1e-3, mu=0.8, linear_solver=linear_solver,
-              **kwargs)
+              curvature="exact" if step == "paper" else "auto",
+              hessian="diagonal" if step == "paper" else "auto", **kwargs)
     # the targets' shape decides K; set weights of that shape
     K = 1 if Est is GGNScoreRegressor else (3 if loss else 3)
     U, V = rng.standard_normal((n, d)), rng.standard_normal((n, K))
@@ -383,6 +389,10 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     grad_g, hess_g = reg.derivatives(theta)
     grad_g *= 1e-3
     H = 1e-3 * hess_g
+    if step == "default":
+        H = naive_per_unit(dense, H)
+        if loss_name == "log_loss":
+            Q = naive_true_vs_rest(dense.forward(X), Y, s)
     direction = dense_directions(dense.jacobian(X), Q, e, grad_g, H)[0]
     M_g = 2 * 0.8**-0.7 * theta.size**0.2
     alpha = min(1.0, 0.95 / (1 + M_g * np.sqrt(np.sum(grad_g**2 / H))))

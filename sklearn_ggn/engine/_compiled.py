@@ -42,6 +42,7 @@ from .._regularizers import REGULARIZERS, _step_quantities_kernel, _value_sum_ke
 from ._linearization import LARGE_CHOLESKY, REFINE_CANCELLATION
 from ._problem import Problem
 from ._strategies import (
+    DIVERGENCE_FACTOR,
     AdaptiveDamping,
     AdaptiveStepSize,
     ArmijoLineSearch,
@@ -409,7 +410,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
             break
         if np.isnan(initial_objective):
             initial_objective = obj
-        elif obj > 1e4 * max(1.0, initial_objective):
+        elif obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
             status, value = GREW, obj
             break
         curvature = lam * unit if adaptive else scale
@@ -468,7 +469,7 @@ def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, loss,
     obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, loss, False)[0]
     if not np.isfinite(obj) or not _all_finite(theta):
         return NON_FINITE, obj
-    if obj > 1e4 * max(1.0, initial_objective):
+    if obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
         return GREW, obj
     return OK, obj
 
@@ -566,7 +567,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
         if adaptive:
             params = (float(damping.lam), float(damping.floor),
                       float(damping.unit), float(damping.increase),
-                      float(damping.decay), float(damping.reject_ratio),
+                      float(damping.step_decay), float(damping.reject_ratio),
                       int(damping.n_rejected), 0.0)
         else:
             params = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0,

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.linalg import get_lapack_funcs
 
 from .._kernels import cholesky_solve_kernel
-from .._losses import FactorParts
+from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 
 # Refine the dual solution when ‖D r‖ / ‖d‖ exceeds this (digits lost to
@@ -124,14 +124,21 @@ class Linearization:
         Forward pass at θ on the batch, with activation derivatives.
     residual : ndarray of shape (b, K)
         ``e = ∂R/∂Φ``.
-    factor : ndarray of shape (b, K, K) or FactorParts
+    factor : ndarray of shape (b, K, K), FactorParts or RankFactor
         ``A`` with ``Q_k = A_k A_kᵀ``, dense or as the parts of
         ``A_k = diag(a_k) − u_k w_kᵀ`` (the structured Gram, see
-        ``TwoLayerNetwork.gram``).
+        ``TwoLayerNetwork.gram``), or a :class:`RankFactor` ``F`` with R
+        columns per row (the step's curvature is then ``F_k F_kᵀ``: a reduced
+        output curvature, or the exact one with the per-unit H).
     reg_grad : ndarray of shape (p,)
         ``∇g(θ)``.
     D : ndarray of shape (p,)
         Inverse of the diagonal regularizer curvature ``H``.
+    unit_D : ndarray of shape (n,) or None, default=None
+        When H is constant over each hidden unit's parameters (``D`` equals
+        ``unit_D[i]`` on unit i's input weights, bias and output weights):
+        the Gram then skips the per-unit weighting of the inputs. Requires
+        a :class:`RankFactor`.
     """
 
     network: object
@@ -141,6 +148,7 @@ class Linearization:
     factor: np.ndarray
     reg_grad: np.ndarray
     D: np.ndarray
+    unit_D: np.ndarray = None
 
     def __post_init__(self):
         self._W = None
@@ -149,10 +157,22 @@ class Linearization:
 
     # ------------------------------------------------------------ products
     @property
+    def rank(self):
+        """Rows of J̃ per sample: K, or R for a :class:`RankFactor`."""
+        if isinstance(self.factor, RankFactor):
+            return self.factor.rank
+        return self.residual.shape[1]
+
+    @property
     def W(self):
         """Hidden-layer sensitivities ``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]``."""
         if self._W is None:
-            self._W = self.network.sensitivities(self.theta, self.cache, self.factor)
+            if isinstance(self.factor, RankFactor):
+                self._W = self.network.rank_sensitivities(self.theta, self.cache,
+                                                          self.factor.F)
+            else:
+                self._W = self.network.sensitivities(self.theta, self.cache,
+                                                     self.factor)
         return self._W
 
     @property
@@ -165,15 +185,22 @@ class Linearization:
         return self._gradient
 
     def jvp(self, v):
-        """``J̃ v`` of shape (b, K)."""
+        """``J̃ v`` of shape (b, K) (or (b, R))."""
+        if isinstance(self.factor, RankFactor):
+            return self.network.rank_jvp(self.theta, self.cache, self.factor.F, v)
         return self.network.jvp(self.theta, self.cache, self.W, self.factor, v)
 
     def vjp(self, y):
-        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K)."""
+        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K) (or (b, R))."""
+        if isinstance(self.factor, RankFactor):
+            return self.network.rank_vjp(self.theta, self.cache, self.factor.F, y)
         return self.network.vjp(self.theta, self.cache, self.W, self.factor, y)
 
     def gram(self):
-        """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK)."""
+        """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK) (or (bR, bR))."""
+        if isinstance(self.factor, RankFactor):
+            return self.network.rank_gram(self.theta, self.cache, self.W,
+                                          self.factor.F, self.D, self.unit_D)
         return self.network.gram(self.theta, self.cache, self.W, self.factor, self.D)
 
     def gauss_newton_matrix(self):
@@ -196,13 +223,16 @@ class Linearization:
     def astype(self, dtype):
         """The same linearization with every array in ``dtype``."""
         def cast(a):
-            if isinstance(a, FactorParts):
+            if a is None:
+                return None
+            if isinstance(a, (FactorParts, RankFactor)):
                 return a.astype(dtype)
             return np.asarray(a, dtype=dtype)
 
         return Linearization(self.network, cast(self.theta),
                              promote_cache(self.cache, dtype), cast(self.residual),
-                             cast(self.factor), cast(self.reg_grad), cast(self.D))
+                             cast(self.factor), cast(self.reg_grad), cast(self.D),
+                             cast(self.unit_D))
 
     # ------------------------------------------------------------ solves
     def direction(self, form):
@@ -235,20 +265,28 @@ class Linearization:
         StepFailure
             When the system cannot be factorized or the direction is not finite.
         """
-        r = self.gradient
         if form != "dual":
             system = self.gauss_newton_matrix()
             system.flat[:: system.shape[0] + 1] += 1.0 / self.D
-            return _finite(self.triangular_solve(self.factorize(system), r))
+            return _finite(self.triangular_solve(self.factorize(system),
+                                                 self.gradient))
 
         system = self.gram()
         contraction = 0.0
+        # λ_max(G̃) bounded by Gershgorin
+        gershgorin = float(np.abs(system).sum(axis=1, dtype=np.float64).max(
+            initial=0.0))
         if system.dtype != np.float64:
-            # ε₃₂ λ_max(G̃), with λ_max bounded by Gershgorin: the relative
-            # error of the float32 solve and the contraction factor of its
-            # refinement
-            contraction = float(np.finfo(self.theta.dtype).eps) * float(
-                np.abs(system).sum(axis=1, dtype=np.float64).max())
+            # ε₃₂ λ_max(G̃): the relative error of the float32 solve and the
+            # contraction factor of its refinement
+            contraction = float(np.finfo(self.theta.dtype).eps) * gershgorin
+        coef = None
+        if self.theta.dtype == np.float64 and isinstance(self.factor, RankFactor):
+            # e = F c: the well-conditioned step needs no explicit gradient
+            # (no cancellation to refine: ‖D r‖/‖d‖ ≤ (1 + λ_max) cond(D)^½)
+            spread = float(np.sqrt(self.D.max() / self.D.min()))
+            if (1.0 + gershgorin) * spread <= REFINE_CANCELLATION:
+                coef = self.factor.coefficients(self.residual)
         system.flat[:: system.shape[0] + 1] += 1.0
         if contraction >= MAX_CONTRACTION:
             return self._float64_direction()
@@ -258,6 +296,9 @@ class Linearization:
             if self.theta.dtype == np.float64:
                 raise
             return self._float64_direction()
+        if coef is not None:
+            return _finite(self._dual_solve_coefficients(L, system, coef))
+        r = self.gradient
         direction, Dr = self._dual_solve(L, r)
         ratio = np.linalg.norm(Dr) / max(np.linalg.norm(direction),
                                          np.finfo(float).tiny)
@@ -283,13 +324,43 @@ class Linearization:
         ``lin`` (default: this linearization), triangular solves in L's.
         Returns ``(solution, D v)``."""
         lin = self if lin is None else lin
-        b, K = lin.residual.shape
+        b, R = lin.residual.shape[0], lin.rank
         Dv = lin.D * v
-        rhs = lin.jvp(Dv).ravel()
+        rhs = np.ascontiguousarray(lin.jvp(Dv)).ravel()
         y = self.triangular_solve(L, rhs.astype(L.dtype, copy=False))
-        back = lin.vjp(y.reshape(b, K).astype(v.dtype, copy=False))
+        back = lin.vjp(y.reshape(b, R).astype(v.dtype, copy=False))
         back *= lin.D
         return np.subtract(Dv, back, out=back), Dv
+
+    def _dual_solve_coefficients(self, L, system, coef):
+        """The dual direction when ``e = F c``: with ``r = J̃ᵀ c + ∇g``,
+
+            ``d = D ∇g + D J̃ᵀ (c − y)``,  ``y = (I + G)⁻¹ (J̃ D ∇g + G c)``,
+
+        one product each way (the explicit gradient would be a third). The
+        directional derivative ``rᵀ d = cᵀ J̃ d + ∇gᵀ d`` follows from
+        ``J̃ d = J̃ D ∇g + G (c − y)`` (:meth:`cached_slope`)."""
+        b, R = coef.shape
+        c = coef.ravel()
+        Dg = self.D * self.reg_grad
+        u = np.ascontiguousarray(self.jvp(Dg)).ravel()
+        # system = I + G
+        rhs = u + system @ c - c
+        w = c - self.triangular_solve(L, rhs)
+        direction = self.vjp(w.reshape(b, R))
+        direction *= self.D
+        direction += Dg
+        Jd = u + system @ w - w
+        self._slope = (direction, float(c @ Jd) + float(self.reg_grad @ direction))
+        return direction
+
+    def cached_slope(self, direction):
+        """``rᵀ d`` when the direction's solve gave it without the explicit
+        gradient (:meth:`_dual_solve_coefficients`), else None."""
+        cached = getattr(self, "_slope", None)
+        if cached is not None and cached[0] is direction:
+            return cached[1]
+        return None
 
     def primal_residual(self, d, r):
         """``r − (J̃ᵀJ̃ + H) d``."""

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
 
@@ -93,7 +94,7 @@ class Problem:
         self.sample_weight = sample_weight
         self.regularized = regularized
         self.M_g = regularizer.self_concordance_constant(network.n_params)
-        self._last_reg = (None, None)
+        self._last_reg = ((None, None), (None, None))
 
     @property
     def n_samples(self):
@@ -121,11 +122,13 @@ class Problem:
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""
         # θ accepted by a line search is the very array whose g was computed
-        # in its trial: reuse it at the next step (one pass over p saved).
-        if theta is self._last_reg[0]:
-            return self._last_reg[1]
+        # in its trial, and the adaptive damping evaluates the θ before the
+        # last step again: the last two values are kept (passes over p saved).
+        for cached, value in self._last_reg:
+            if theta is cached:
+                return value
         value = self.tau * self.regularizer.value_sum(theta)
-        self._last_reg = (theta, value)
+        self._last_reg = (self._last_reg[1], (theta, value))
         return value
 
     def evaluate(self, theta, batch, with_deriv=True):
@@ -142,7 +145,8 @@ class Problem:
                                                     batch.Y, batch.s)
         return self.network.gradient(theta, evaluation.cache, residual)
 
-    def linearize(self, theta, batch, evaluation, curvature_scale, dtype=None):
+    def linearize(self, theta, batch, evaluation, curvature_scale, dtype=None,
+                  curvature="exact", hessian="diagonal"):
         """The Gauss-Newton model at θ with ``H = curvature_scale · ḡ''(θ)``.
 
         Parameters
@@ -157,6 +161,14 @@ class Problem:
             Precision of the linearization; None is θ's. A float32 problem
             asks float64 for the primal form, whose cost is its p × p
             factorization.
+        curvature : {"exact", "true_vs_rest"}, default="exact"
+            The output curvature Q of the step: exact, or the loss's reduced
+            form of rank one per row (see ``LogLoss.reduced_true_vs_rest``;
+            losses without one keep the exact Q).
+        hessian : {"diagonal", "per_unit"}, default="diagonal"
+            H as above, or its per-unit structure
+            (``TwoLayerNetwork.per_unit``: each hidden unit's parameters share
+            the unit's mean curvature); η is then computed with that H.
 
         Returns
         -------
@@ -170,12 +182,21 @@ class Problem:
             cache = promote_cache(cache, dtype)
             Y = Y.astype(dtype, copy=False)
             s = s.astype(dtype, copy=False)
-        # the structured factor when the loss gives one (all built-in losses)
-        curvature = getattr(self.loss, "residual_and_parts",
-                            self.loss.residual_and_factor)
-        residual, factor = curvature(cache.outputs, Y,
-                                     s.astype(cache.outputs.dtype, copy=False))
+        s = s.astype(cache.outputs.dtype, copy=False)
+        if hasattr(self.loss, "residual_and_curvature"):
+            residual, factor = self.loss.residual_and_curvature(cache.outputs, Y, s,
+                                                                curvature)
+        else:  # a loss with only a dense factor
+            residual, factor = self.loss.residual_and_factor(cache.outputs, Y, s)
         reg_grad, D, eta = self.regularizer.step_quantities(theta, self.tau,
                                                             curvature_scale)
+        unit_D = None
+        if hessian == "per_unit":
+            D, unit_D = self.network.per_unit(D)
+            g64 = reg_grad.astype(np.float64)
+            eta = float(np.sqrt(np.dot(g64 * D, g64)))
+        if unit_D is not None and not isinstance(factor, RankFactor):
+            factor = RankFactor.from_parts(factor) if isinstance(
+                factor, FactorParts) else RankFactor(np.ascontiguousarray(factor))
         return Linearization(self.network, theta, cache, residual, factor, reg_grad,
-                             D), eta
+                             D, unit_D), eta

@@ -11,9 +11,8 @@ from threadpoolctl import threadpool_limits
 from .. import _memory
 from ._compiled import compiled_epoch_arguments, run_compiled_epoch
 from ._linearization import StepFailure
+from ._strategies import DIVERGENCE_FACTOR
 
-# An objective this many times the initial one counts as divergence.
-DIVERGENCE_FACTOR = 1e4
 # BLAS thread policy: steps estimated below this many flops run on one BLAS
 # thread. Measured on a 2-core machine with other work running (per step,
 # 1 vs 2 threads): letter-sized mini-batches (b = 9, K = 26) 6.2 vs 87 ms,
@@ -198,6 +197,7 @@ class Solver:
     def _loop(self, problem, theta0, rng, callback, state, time_offset):
         theta = theta0
         full_batch = self.batching.full_batch(problem.n_samples)
+        self._carries_evaluation = full_batch
         history = []
         status, reason = "max_iter", f"maximum iterations ({self.max_iter}) reached"
         start = time.perf_counter()
@@ -298,7 +298,7 @@ class Solver:
         record = {k: sums[k] / weight_total for k in keys[:3]}
         self._add_damping(record, sums["damping"] / weight_total)
         if damping is not None and self.epochs_are_passes:
-            damping.end_epoch(record["objective"])
+            damping.end_epoch(record["objective"], len(batches))
         return theta, record
 
     def _python_epoch(self, problem, theta, batches, state, damping, keys):
@@ -343,6 +343,8 @@ class Solver:
 
     # ---------------------------------------------------------- the step
     stalls_at_zero_step = False
+    # whether a step's evaluation at the new θ is reused by the next step
+    _carries_evaluation = True
 
     def prepare(self, problem, state):
         """Set-up before the first step of a ``solve``."""
@@ -372,18 +374,25 @@ class GGNScoreSolver(Solver):
         Run each mini-batch epoch as one compiled function (the same
         epoch up to round-off, without the interpreter between the small
         steps) when the configuration allows it: float64 dense data, the
-        dual form, the built-in losses, regularizers, network and strategies.
-        False always runs the Python loop.
+        dual form, the exact curvatures, the built-in losses, regularizers,
+        network and strategies. False always runs the Python loop.
+    curvature : {"exact", "true_vs_rest"}, default="exact"
+        The output curvature Q of every step (``Problem.linearize``).
+    hessian : {"diagonal", "per_unit"}, default="diagonal"
+        The structure of H (``Problem.linearize``).
     """
 
     def __init__(self, damping, step_size, line_search, linear_solver, batching,
-                 max_iter, stopping=None, epochs_are_passes=True, compiled=True):
+                 max_iter, stopping=None, epochs_are_passes=True, compiled=True,
+                 curvature="exact", hessian="diagonal"):
         super().__init__(batching, max_iter, stopping, epochs_are_passes)
         self.damping = damping
         self.step_size = step_size
         self.line_search = line_search
         self.linear_solver = linear_solver
         self.compiled = compiled
+        self.curvature = curvature
+        self.hessian = hessian
 
     @property
     def stalls_at_zero_step(self):
@@ -394,10 +403,13 @@ class GGNScoreSolver(Solver):
         if type(state.damping) is type(self.damping):
             self.damping = state.damping
         state.damping = self.damping
+        self.damping.rows = min(self.batching.batch_size, problem.n_samples)
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
             self.linear_solver, problem.dtype.itemsize)
+        exact = self.curvature == "exact" and self.hessian == "diagonal"
         self._compiled = (None if self.batching.full_batch(problem.n_samples)
+                          or not exact
                           else compiled_epoch_arguments(self, problem))
 
     def step(self, problem, theta, batch, current):
@@ -408,20 +420,29 @@ class GGNScoreSolver(Solver):
         # linearized in float64.
         work = (np.float64 if theta.dtype != np.float64 and self.form == "primal"
                 else None)
-        lin, eta = problem.linearize(theta, batch, current, damping, work)
-        direction = lin.direction(self.form).astype(theta.dtype, copy=False)
-        grad = lin.gradient.astype(theta.dtype, copy=False)
+        lin, eta = problem.linearize(theta, batch, current, damping, work,
+                                     self.curvature, self.hessian)
+        raw = lin.direction(self.form)
+        direction = raw.astype(theta.dtype, copy=False)
         alpha = self.step_size(problem.M_g, eta)
         if self.line_search is None:
             return _Step(theta - alpha * direction, current, None, alpha, damping)
         trials = {}
 
         def trial_objective(candidate):
-            trials["last"] = problem.evaluate(candidate, batch)
+            # a full-batch iteration carries the accepted trial to the next
+            # step, which needs the activations' derivatives; a mini-batch
+            # step only its objective
+            trials["last"] = problem.evaluate(candidate, batch,
+                                              self._carries_evaluation)
             return trials["last"].objective
 
-        alpha, _, new = self.line_search(trial_objective, theta, direction, grad,
-                                         alpha, current.objective)
+        slope = lin.cached_slope(raw)
+        if slope is None:
+            slope = float(np.dot(lin.gradient.astype(theta.dtype, copy=False),
+                                 direction))
+        alpha, _, new = self.line_search(trial_objective, theta, direction, None,
+                                         alpha, current.objective, slope=slope)
         if alpha == 0.0:  # no decrease found along d: stay put
             return _Step(theta, current, current, 0.0, damping)
         return _Step(new, current, trials["last"], alpha, damping)

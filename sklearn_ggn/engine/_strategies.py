@@ -3,6 +3,10 @@ batching and stopping. Each is configured once and asked during the loop."""
 
 import numpy as np
 
+# An objective this many times the initial one (or 1) counts as divergence
+# (the Python and the compiled epoch alike).
+DIVERGENCE_FACTOR = 1e4
+
 
 class FixedDamping:
     """A constant curvature scale: ``H = c · ḡ''(θ)``.
@@ -25,7 +29,7 @@ class FixedDamping:
         """The ``λ_H`` of the next step."""
         return self.scale
 
-    def end_epoch(self, objective):
+    def end_epoch(self, objective, n_steps=None):
         """Nothing to adapt."""
 
     def converged(self):
@@ -83,7 +87,7 @@ class AdaptiveDamping:
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
                  reject_ratio=1.5, stall=0.01, patience=5, stall_increase=1.5,
-                 stall_first=0.003):
+                 stall_first=0.003, reference_rows=None, work_steps=None):
         self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
@@ -97,6 +101,17 @@ class AdaptiveDamping:
         self.n_rejected = 0
         self.patience = patience
         self.stalls = 0
+        self.reference_rows = reference_rows
+        self.work_steps = work_steps
+        self.rows = None  # rows per step, set by the solver
+
+    @property
+    def step_decay(self):
+        """The factor on λ after an accepted step: ``decay`` per
+        ``reference_rows`` rows seen (per step when None)."""
+        if self.reference_rows is None or self.rows is None:
+            return self.decay
+        return self.decay ** (self.rows / self.reference_rows)
 
     def curvature_scale(self):
         """The ``λ_H = λ u`` of the next step."""
@@ -108,17 +123,25 @@ class AdaptiveDamping:
             self.lam *= self.increase
             self.n_rejected += 1
             return False
-        self.lam = max(self.floor, self.lam * self.decay)
+        self.lam = max(self.floor, self.lam * self.step_decay)
         return True
 
-    def end_epoch(self, objective):
-        """Raise the floor after an epoch without progress."""
+    def end_epoch(self, objective, n_steps=None):
+        """Raise the floor after an epoch without progress.
+
+        With ``work_steps``, an epoch of ``n_steps < work_steps`` steps is
+        held to ``n_steps / work_steps`` of the improvement thresholds:
+        progress is judged per step, whatever the batch size."""
         last = self.last_epoch_objective
         if self.first_epoch_objective is None:
             self.first_epoch_objective = objective
+        scale = 1.0
+        if self.work_steps is not None and n_steps is not None:
+            scale = min(1.0, n_steps / self.work_steps)
         if last is not None and (
-                objective > (1.0 - self.stall) * last
-                or last - objective < self.stall_first * self.first_epoch_objective):
+                objective > (1.0 - scale * self.stall) * last
+                or last - objective
+                < scale * self.stall_first * self.first_epoch_objective):
             self.floor *= self.stall_increase
             self.lam = max(self.lam, self.floor)
             self.stalls += 1
@@ -131,13 +154,24 @@ class AdaptiveDamping:
         return self.stalls >= self.patience
 
 
-def resolve_damping(damping, tau, full_batch, unit=1.0):
+# The adaptive damping of the structured step (see resolve_damping and
+# docs/defaults.rst for the measurements behind each value).
+STRUCTURED_INITIAL = 0.03
+REFERENCE_ROWS = 8
+WORK_STEPS = 1000
+
+
+def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False):
     """The damping strategy of an estimator's ``damping`` parameter.
 
     * ``"adaptive"``: :class:`AdaptiveDamping` for mini-batches and
       ``partial_fit``; in full batch the exact curvature ``H = τ ḡ''``
       (``"tau"``), which with the line search converges to the regularized
-      optimum (the initial ``λ u`` when ``τ = 0``; ``u = 1/ḡ''(0)``).
+      optimum (the initial ``λ u`` when ``τ = 0``; ``u = 1/ḡ''(0)``). For
+      the structured step (``structured=True``: per-unit H, batches of a
+      hundred rows and more) it starts from :data:`STRUCTURED_INITIAL` and
+      counts its rules in work: the decay per :data:`REFERENCE_ROWS` rows
+      seen, the stall thresholds per :data:`WORK_STEPS` steps.
     * ``"auto"`` (the 0.1 default): ``"tau"`` in full batch with ``τ > 0``,
       else 1.0 — with the exact, tiny curvature every mini-batch step nearly
       interpolates its batch.
@@ -151,6 +185,10 @@ def resolve_damping(damping, tau, full_batch, unit=1.0):
     """
     if damping == "adaptive":
         if not full_batch:
+            if structured:
+                return AdaptiveDamping(unit, initial=STRUCTURED_INITIAL,
+                                       reference_rows=REFERENCE_ROWS,
+                                       work_steps=WORK_STEPS)
             return AdaptiveDamping(unit)
         damping = "tau" if tau > 0 else AdaptiveDamping(unit).curvature_scale()
     if damping == "auto":
@@ -200,10 +238,14 @@ class ArmijoLineSearch:
         self.shrink = shrink
         self.max_trials = max_trials
 
-    def __call__(self, objective, theta, direction, grad, alpha, current):
+    def __call__(self, objective, theta, direction, grad, alpha, current,
+                 slope=None):
         """Return ``(α, L_new, θ_new)``, or ``(0.0, current, θ)`` when no
-        trial is accepted. ``objective(θ')`` evaluates a trial point."""
-        slope = float(np.dot(grad, direction))
+        trial is accepted. ``objective(θ')`` evaluates a trial point; the
+        slope ``rᵀd`` is ``grad @ direction`` unless given (then ``grad`` may
+        be None)."""
+        if slope is None:
+            slope = float(np.dot(grad, direction))
         for _ in range(self.max_trials):
             candidate = theta - alpha * direction
             trial = objective(candidate)

@@ -1,0 +1,148 @@
+"""The reduced output curvature and the per-unit H against dense references.
+
+Every step option still solves ``(Jᵀ Q̃ J + H̃) d = Jᵀ e + ∇g`` for the Q̃ and
+H̃ it names; the references here build Q̃ and H̃ densely from their
+definitions, independently of the package's factors and kernels.
+"""
+
+import numpy as np
+import pytest
+from naive import (
+    dense_directions,
+    naive_per_unit,
+    naive_residual_and_curvature,
+    naive_true_vs_rest,
+)
+from test_numerics import RTOL, make_problem, to_dense_layout
+
+from sklearn_ggn import _network
+from sklearn_ggn._losses import LOSSES, RankFactor
+from sklearn_ggn._regularizers import REGULARIZERS
+from sklearn_ggn.engine import Batch, Problem
+
+CASES = [(K, loss, fi, w) for K, loss in [(1, "squared_error"), (3, "squared_error"),
+                                          (1, "log_loss"), (4, "log_loss"),
+                                          (3, "poisson")]
+         for fi in (True, False) for w in (False, True)]
+
+
+@pytest.mark.parametrize("K,loss,fit_intercept,weighted", CASES)
+@pytest.mark.parametrize("curvature", ["exact", "true_vs_rest"])
+@pytest.mark.parametrize("hessian", ["diagonal", "per_unit"])
+def test_step_options_equal_dense_reference(K, loss, fit_intercept, weighted,
+                                            curvature, hessian, monkeypatch):
+    net, theta, dense, X, Y, s = make_problem(K=K, loss=loss,
+                                              fit_intercept=fit_intercept,
+                                              weighted=weighted, b=6, n=6)
+    tau, mu, scale = 1e-2, 0.5, 0.3
+    reg = REGULARIZERS["pseudo_huber"](mu)
+    problem = Problem(net, LOSSES[loss](), reg, tau, X, Y, s)
+    batch = Batch(problem.Xa, Y, s, 1.0)
+    evaluation = problem.evaluate(theta, batch)
+    lin, eta = problem.linearize(theta, batch, evaluation, scale,
+                                 curvature=curvature, hessian=hessian)
+    hits = []
+    # dense reference
+    grad_g, hess_g = reg.derivatives(theta)
+    grad_g = tau * to_dense_layout(net, grad_g)
+    H = naive_per_unit(dense, scale * to_dense_layout(net, hess_g))
+    if hessian == "diagonal":
+        H = scale * to_dense_layout(net, hess_g)
+    e, Q = naive_residual_and_curvature(dense.forward(X), Y, s, loss)
+    if curvature == "true_vs_rest" and loss == "log_loss" and K > 1:
+        Q = naive_true_vs_rest(dense.forward(X), Y, s)
+        # Q̃ ≤ Q: the dropped part is positive semidefinite
+        _, Q_exact = naive_residual_and_curvature(dense.forward(X), Y, s, loss)
+        assert np.linalg.eigvalsh(Q_exact - Q).min() > -1e-12
+    J = dense.jacobian(X)
+    refs = dense_directions(J, Q, e, grad_g, H)
+    ref = refs[0]
+    scale_ref = np.linalg.norm(ref)
+    assert np.linalg.norm(refs[1] - ref) <= RTOL * scale_ref
+    np.testing.assert_allclose(eta, np.sqrt(grad_g @ (grad_g / H)), rtol=1e-12)
+    # the step's curvature: J̃ᵀ J̃ = Jᵀ Q̃ J through the products
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal(net.n_params)
+    JtJv = lin.vjp(lin.jvp(v))
+    np.testing.assert_allclose(to_dense_layout(net, JtJv),
+                               J.T @ Q @ J @ to_dense_layout(net, v),
+                               rtol=1e-9, atol=1e-12)
+    # the Gram: J̃ D J̃ᵀ has the eigenvalues of Q^{1/2} J D Jᵀ Q^{1/2}
+    G = lin.gram()
+    Dd = np.diag(1.0 / H)
+    w_ref = np.linalg.eigvalsh(J @ Dd @ J.T @ Q)  # same nonzero spectrum
+    w = np.linalg.eigvalsh(G)
+    top = np.sort(np.real(np.linalg.eigvals(J @ Dd @ J.T @ Q)))[::-1][:w.size]
+    np.testing.assert_allclose(np.sort(w)[::-1], top, rtol=1e-8,
+                               atol=1e-10 * max(1.0, np.abs(w_ref).max()))
+    for form in ("dual", "primal"):
+        d = lin.direction(form)
+        assert np.linalg.norm(to_dense_layout(net, d) - ref) <= RTOL * scale_ref, form
+        slope = lin.cached_slope(d)
+        if slope is not None:  # the solve without the explicit gradient
+            assert form == "dual" and lin.rank == 1
+            r = to_dense_layout(net, lin.gradient)
+            np.testing.assert_allclose(slope, r @ to_dense_layout(net, d),
+                                       rtol=1e-10)
+            hits.append(1)
+    if isinstance(lin.factor, RankFactor) and lin.rank == 1:
+        assert hits, "the coefficient form was not exercised"
+    # the blocked pair kernels at block boundaries (diagonal H)
+    monkeypatch.setattr(_network, "_BLOCK_BYTES", 1)
+    lin2, _ = problem.linearize(theta, batch, evaluation, scale,
+                                curvature=curvature, hessian=hessian)
+    np.testing.assert_allclose(lin2.gram(), G, rtol=1e-12, atol=1e-14)
+
+
+def test_true_vs_rest_is_one_row_per_sample_and_keeps_the_gradient():
+    net, theta, _, X, Y, s = make_problem(K=5, loss="log_loss", b=8, n=4)
+    F = net.forward(theta, net.augment(X)).outputs
+    loss = LOSSES["log_loss"]()
+    e, factor = loss.residual_and_curvature(F, Y, s, "true_vs_rest")
+    e_exact, _ = loss.residual_and_parts(F, Y, s)
+    np.testing.assert_array_equal(e, e_exact)
+    assert factor.F.shape == (8, 5, 1)
+    # the residual lies in the span of F_k (π − e_y = −q (e_y − r))
+    for k in range(8):
+        f = factor.F[k, :, 0]
+        coef = f @ e[k] / (f @ f)
+        np.testing.assert_allclose(coef * f, e[k], atol=1e-15)
+
+
+def test_true_vs_rest_at_a_certain_prediction_has_no_curvature():
+    loss = LOSSES["log_loss"]()
+    F = np.array([[800.0, 0.0, 0.0], [0.0, 1.0, 2.0]])
+    Y = np.eye(3)[[0, 2]]
+    s = np.array([0.5, 0.5])
+    _, factor = loss.residual_and_curvature(F, Y, s, "true_vs_rest")
+    assert np.all(np.isfinite(factor.F))
+    np.testing.assert_array_equal(factor.F[0], 0.0)
+
+
+@pytest.mark.parametrize("K,loss", [(1, "log_loss"), (4, "log_loss"),
+                                    (3, "squared_error")])
+@pytest.mark.parametrize("hessian", ["diagonal", "per_unit"])
+def test_sparse_and_float32_take_the_same_step(K, loss, hessian):
+    """The structured step on CSR inputs equals the dense one; in float32 it
+    agrees with float64 to float32 precision."""
+    import scipy.sparse as sp
+
+    net, theta, _, X, Y, s = make_problem(K=K, loss=loss, b=9, d=6, n=5, seed=4)
+    X[np.abs(X) < 0.7] = 0.0  # some structure for CSR
+    reg = REGULARIZERS["pseudo_huber"](0.7)
+    directions = {}
+    for name, data, dtype in (("dense", X, np.float64),
+                              ("sparse", sp.csr_matrix(X), np.float64),
+                              ("float32", X.astype(np.float32), np.float32)):
+        problem = Problem(net, LOSSES[loss](), reg, 1e-2, data,
+                          Y.astype(dtype), s.astype(dtype))
+        batch = Batch(problem.Xa, problem.Y, s.astype(dtype), 1.0)
+        th = theta.astype(dtype)
+        lin, _ = problem.linearize(th, batch, problem.evaluate(th, batch), 0.5,
+                                   curvature="true_vs_rest", hessian=hessian)
+        directions[name] = lin.direction("dual")
+        assert directions[name].dtype == dtype
+    ref = directions["dense"]
+    np.testing.assert_allclose(directions["sparse"], ref, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(directions["float32"], ref, rtol=2e-3,
+                               atol=2e-4 * np.abs(ref).max())
