@@ -185,6 +185,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     def _loss_object(self):
         """The training loss of ``sklearn_ggn._losses``."""
 
+    def _encode_targets(self, Y, sample_weight, keep, attributes=None):
+        """``(Y in training units, fitted attributes of the encoding)``.
+
+        ``keep``: reuse the fitted encoding (when there is one);
+        ``attributes``: the encoding of this fit, for validation targets.
+        The identity here (classifiers).
+        """
+        return Y, {}
+
     # --------------------------------------------------------------- helpers
     def _network(self, n_features, n_outputs):
         return TwoLayerNetwork(
@@ -332,6 +341,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
         theta0 = self._initial_theta(network, dtype, rng, reuse)
         fitted = {}  # attributes assigned when the fit succeeds
+        # Targets in the units the network is trained in (the regressor's
+        # standardize_target); their statistics are kept while weights are
+        # reused, so that a warm start or partial_fit continues the same map.
+        Y, target_attributes = self._encode_targets(Y, sample_weight,
+                                                    keep=not fresh_start)
+        fitted.update(target_attributes)
         if self.store_initial_weights and (fresh_start
                                            or not hasattr(self, "initial_weights_")):
             fitted["initial_weights_"] = self._weights(network, theta0)
@@ -342,6 +357,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         validation = None
         if X_val is not None:
             X_val, Y_val = self._validate_input(X_val, y_val, reset=False)
+            Y_val = self._encode_targets(Y_val, None, keep=True,
+                                         attributes=target_attributes)[0]
             X_val = X_val.astype(dtype, copy=False)
             Y_val = Y_val.astype(dtype, copy=False)
             sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
