@@ -53,12 +53,18 @@ _SHARED_PARAMETERS = """
         trades training fit for smaller, sparser weights: with a curvature
         method that reaches the optimum, a tiny τ lets the network
         interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
-        while a large one underfits. ``"auto"`` sets, for full-batch fits,
+        while a large one underfits. ``"auto"``, for full-batch fits of the
+        squared-error regressor, takes the τ of a log grid (1e-6 to 1)
+        minimizing the generalized cross-validation of the problem
+        linearized at the initial weights (a kernel ridge regression with
+        the Gauss-Newton Gram ``J̃ ḡ''(θ0)⁻¹ J̃ᵀ``, on at most 1024 rows ×
+        outputs; the curve is ``tau_path_``; a warm start that continues a
+        fit keeps its τ); for other full-batch fits
         ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
         in place of ``n_samples``) — the penalty weighs as much as ten
         samples' loss — and 1e-4 for mini-batch fits and ``partial_fit``,
         where the batches' noise already regularizes; the value used is
-        ``tau_``.
+        ``tau_``. A float is used as given.
         Typical range 1e-6 to 1e-1; to tune it, search a log grid with
         ``GridSearchCV`` (e.g. ``np.logspace(-5, -1, 5)``). The evidence is
         on the documentation's defaults page.
@@ -214,6 +220,14 @@ _SHARED_ATTRIBUTES = """
     tau_ : float
         The regularization strength used (``tau``, or its ``"auto"`` value).
 
+    tau_path_ : dict or None
+        When ``tau="auto"`` chose τ by generalized cross-validation: the
+        grid ``"tau"``, the criterion ``"gcv"`` (minimized), the
+        leave-one-out error ``"loo"`` and the degrees of freedom ``"dof"``
+        (``tr S``) of the linearized smoother over that grid (arrays),
+        ``"n_rows"`` (the rows of the Gram) and ``"criterion"``; e.g.
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. None otherwise.
+
     linear_solver_ : str or None
         The form (``"dual"`` or ``"primal"``) every step of the last fit
         used (what ``linear_solver="auto"`` resolved to); None with
@@ -359,6 +373,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     def _loss_object(self):
         return PoissonLoss() if self.loss == "poisson" else SquaredError()
+
+    def _selects_tau(self):
+        return self.loss == "squared_error" and self.solver == "ggn"
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
