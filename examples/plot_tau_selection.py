@@ -17,7 +17,9 @@ anyway, and its generalized cross-validation score
                               {(m - \\operatorname{tr} S(\\tau))^2}
 
 costs one eigendecomposition of G for a whole grid of τ. The estimator keeps
-the τ of least GCV in ``tau_`` and the curve in ``tau_path_``.
+the τ of least GCV among τ ≥ 1e-4 in ``tau_`` (the linearization at θ0
+cannot see a near-Newton fit at smaller τ leave the linear regime) and the
+curve in ``tau_path_``.
 
 This example plots that curve on the diabetes data (309 training rows, one
 output) against the test R² of fits at fixed values of τ, and marks the

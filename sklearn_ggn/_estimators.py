@@ -54,8 +54,8 @@ _SHARED_PARAMETERS = """
         method that reaches the optimum, a tiny τ lets the network
         interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
         while a large one underfits. ``"auto"``, for full-batch fits of the
-        squared-error regressor, takes the τ of a log grid (1e-6 to 1)
-        minimizing the generalized cross-validation of the problem
+        squared-error regressor, takes the τ ≥ 1e-4 of a log grid (1e-6 to
+        1) minimizing the generalized cross-validation of the problem
         linearized at the initial weights (a kernel ridge regression with
         the Gauss-Newton Gram ``J̃ ḡ''(θ0)⁻¹ J̃ᵀ``, on at most 1024 rows ×
         outputs; the curve is ``tau_path_``; a warm start that continues a

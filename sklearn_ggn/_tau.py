@@ -107,8 +107,9 @@ def linearized_gram(problem, theta, rows, response="step"):
 
 
 def select_tau(problem, theta, rng, criterion="gcv", taus=TAU_GRID,
-               max_rows=MAX_GRAM_ROWS, response="step"):
-    """The τ of the grid that minimizes the criterion at θ.
+               max_rows=MAX_GRAM_ROWS, response="step", tau_min=0.0):
+    """The τ of the grid, at least ``tau_min``, that minimizes the criterion
+    at θ.
 
     Parameters
     ----------
@@ -121,6 +122,10 @@ def select_tau(problem, theta, rng, criterion="gcv", taus=TAU_GRID,
     criterion : {"gcv", "loo"}, default="gcv"
     taus : ndarray, default=TAU_GRID
     max_rows : int, default=MAX_GRAM_ROWS
+    response : {"step", "parameters"}, default="step"
+        The ridge on the step δ or on θ (see the module's docstring).
+    tau_min : float, default=0.0
+        Smallest τ that may be chosen (the curve covers the whole grid).
 
     Returns
     -------
@@ -140,8 +145,10 @@ def select_tau(problem, theta, rng, criterion="gcv", taus=TAU_GRID,
     curves = smoother_criteria(G, z, taus,
                                K * float(problem.sample_weight[rows].sum()))
     path = {"tau": np.asarray(taus, dtype=float), **curves, "n_rows": int(rows.size)}
-    values = curves[criterion]
-    if not np.any(np.isfinite(values)) or np.ptp(values[np.isfinite(values)]) <= (
-            1e-12 * np.abs(values[np.isfinite(values)]).max()):
+    allowed = np.asarray(taus) >= tau_min
+    values = np.where(allowed, curves[criterion], np.inf)
+    finite = np.isfinite(values)
+    if not np.any(finite) or np.ptp(values[finite]) <= (
+            1e-12 * np.abs(values[finite]).max()):
         return None, path
     return float(taus[int(np.argmin(values))]), path

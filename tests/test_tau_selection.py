@@ -106,6 +106,11 @@ def test_select_tau_takes_the_grid_minimum_and_reports_the_curve():
     assert tau in TAU_GRID
     assert tau == path["tau"][np.argmin(path["gcv"])]
     assert path["n_rows"] == 40
+    # a floor: the minimum over the allowed part of the grid
+    floor = float(np.sort(path["tau"])[-5])
+    tau, _ = select_tau(problem, theta, np.random.RandomState(0), tau_min=floor)
+    allowed = path["tau"] >= floor
+    assert tau == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
     # a subsample when rows × outputs exceed the cap
     tau, path = select_tau(problem, theta, np.random.RandomState(0), max_rows=16)
     assert path["n_rows"] == 16 and len(path["gcv"]) == len(TAU_GRID)
@@ -117,8 +122,10 @@ def test_auto_tau_is_chosen_in_full_batch_and_reported():
     y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(120)
     reg = _fit(GGNScoreRegressor(n_hidden=16, random_state=0), X, y)
     path = reg.tau_path_
-    assert set(path) >= {"tau", "gcv", "loo", "dof", "n_rows", "criterion"}
-    assert reg.tau_ == path["tau"][np.argmin(path["gcv"])]
+    assert set(path) >= {"tau", "gcv", "loo", "dof", "n_rows", "criterion",
+                         "tau_min"}
+    allowed = path["tau"] >= path["tau_min"]
+    assert reg.tau_ == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
     # the problem actually solved used it: the objective's penalty part
     assert reg.tau_ in TAU_GRID
     # a warm start that continues the fit keeps it
