@@ -131,7 +131,7 @@ class SklearnStep:
         self.est = GGNScoreRegressor(
             n_hidden=n, fit_intercept=False, mu=float(np.sqrt(n)), tau=TAU,
             step_size=STEP_SIZE, batch_size=None, warm_start=True, max_iter=1,
-            line_search=False, damping=1.0)
+            line_search=False, damping=1.0, standardize_target=False)
 
     def reset(self):
         self.est.hidden_weights_ = self.U0.copy()

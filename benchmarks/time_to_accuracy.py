@@ -146,7 +146,8 @@ def run(mode, stamp):
             runs, walls = [], []
             for _ in range(cfg["ggn_repeats"]):
                 est = GGNScoreRegressor(n_hidden=n, batch_size=None, random_state=0,
-                                        tol=0.0, max_iter=cfg["ggn_iter"])
+                                        tol=0.0, max_iter=cfg["ggn_iter"],
+                                        standardize_target=False)
                 t0 = time.perf_counter()
                 est.fit(Xd, yd, X_val=Xv, y_val=yv)
                 walls.append(time.perf_counter() - t0)
@@ -162,7 +163,8 @@ def run(mode, stamp):
 
         # GD baseline, one run.
         gd = GGNScoreRegressor(n_hidden=n, batch_size=None, random_state=0,
-                               tol=0.0, max_iter=cfg["gd_iter"], solver="gd")
+                               tol=0.0, max_iter=cfg["gd_iter"], solver="gd",
+                               standardize_target=False)
         gd.fit(X, y, X_val=X_test, y_val=y_test)
         curves["GD (solver=\"gd\")"] = {
             "time": list(gd.history_["time"]),

@@ -53,12 +53,18 @@ _SHARED_PARAMETERS = """
         trades training fit for smaller, sparser weights: with a curvature
         method that reaches the optimum, a tiny τ lets the network
         interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
-        while a large one underfits. ``"auto"`` sets, for full-batch fits,
+        while a large one underfits. ``"auto"``, for full-batch fits of the
+        squared-error regressor, takes the τ ≥ 1e-4 of a log grid (1e-6 to
+        1) minimizing the generalized cross-validation of the problem
+        linearized at the initial weights (a kernel ridge regression with
+        the Gauss-Newton Gram ``J̃ ḡ''(θ0)⁻¹ J̃ᵀ``, on at most 1024 rows ×
+        outputs; the curve is ``tau_path_``; a warm start that continues a
+        fit keeps its τ); for other full-batch fits
         ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
         in place of ``n_samples``) — the penalty weighs as much as ten
         samples' loss — and 1e-4 for mini-batch fits and ``partial_fit``,
         where the batches' noise already regularizes; the value used is
-        ``tau_``.
+        ``tau_``. A float is used as given.
         Typical range 1e-6 to 1e-1; to tune it, search a log grid with
         ``GridSearchCV`` (e.g. ``np.logspace(-5, -1, 5)``). The evidence is
         on the documentation's defaults page.
@@ -234,6 +240,14 @@ _SHARED_ATTRIBUTES = """
     tau_ : float
         The regularization strength used (``tau``, or its ``"auto"`` value).
 
+    tau_path_ : dict or None
+        When ``tau="auto"`` chose τ by generalized cross-validation: the
+        grid ``"tau"``, the criterion ``"gcv"`` (minimized), the
+        leave-one-out error ``"loo"`` and the degrees of freedom ``"dof"``
+        (``tr S``) of the linearized smoother over that grid (arrays),
+        ``"n_rows"`` (the rows of the Gram) and ``"criterion"``; e.g.
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. None otherwise.
+
     linear_solver_ : str or None
         The form (``"dual"`` or ``"primal"``) every step of the last fit
         used (what ``linear_solver="auto"`` resolved to); None with
@@ -295,8 +309,37 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         With several outputs the deviance is averaged over them (as the
         squared error is here; ``MLPRegressor`` sums it).
 %(parameters)s
+    standardize_target : bool, default=True
+        Train on standardized targets and map the predictions back, so that
+        the fit does not depend on the units of ``y``: fitting ``a·y + b``
+        predicts ``a·ŷ + b``, and ``tau``, ``mu`` and the initial weights
+        mean the same for every ``y``. With ``loss="squared_error"`` each
+        output is centered by its mean and divided by its standard
+        deviation (both weighted by ``sample_weight``; a constant output is
+        only centered). With ``loss="poisson"`` each output is only divided
+        by its (weighted) mean — counts must stay non-negative under the log
+        link — so fitting ``a·y`` (``a > 0``) predicts ``a·ŷ``; an all-zero
+        output is left as is. The statistics are ``target_mean_`` and
+        ``target_scale_``. They are computed by ``fit`` and by the first
+        ``partial_fit``, and kept by later ``partial_fit`` calls and by a
+        ``warm_start`` fit that continues from fitted weights (those weights
+        map to the kept units). ``loss_curve_``, ``best_loss_`` and
+        ``history_`` (objective, risk, validation risk) are in the
+        standardized units, the units ``tau`` weighs against; scores (R²)
+        do not depend on units. False trains on ``y`` as given (the paper's
+        setting).
+
     Attributes
-    ----------%(attributes)s
+    ----------
+    target_mean_ : ndarray of shape (`n_outputs_`,)
+        What is subtracted from each output before training and added back
+        to the predictions (zeros with ``standardize_target=False`` or
+        ``loss="poisson"``).
+
+    target_scale_ : ndarray of shape (`n_outputs_`,)
+        What each centered output is divided by before training and the
+        predictions multiplied by (ones with ``standardize_target=False``).
+%(attributes)s
     See Also
     --------
     GGNScoreClassifier : The classifier counterpart.
@@ -316,6 +359,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     _parameter_constraints = {
         **BaseGGNScore._parameter_constraints,
         "loss": [StrOptions({"squared_error", "poisson"})],
+        "standardize_target": ["boolean"],
     }
 
     def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
@@ -325,8 +369,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
-                 store_initial_weights=False, curvature="auto", hessian="auto"):
+                 store_initial_weights=False, curvature="auto", hessian="auto",
+                 standardize_target=True):
         self.loss = loss
+        self.standardize_target = standardize_target
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -350,6 +396,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def _loss_object(self):
         return PoissonLoss() if self.loss == "poisson" else SquaredError()
 
+    def _selects_tau(self):
+        return self.loss == "squared_error" and self.solver == "ggn"
+
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
                              accept_sparse=_ACCEPT_SPARSE, multi_output=True,
@@ -370,6 +419,36 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             raise ValueError(f"y has {Y.shape[1]} outputs but the model was fitted "
                              f"with {self.n_outputs_}.")
         return X, np.ascontiguousarray(Y)
+
+    def _encode_targets(self, Y, sample_weight, keep, attributes=None):
+        if attributes is None and keep and hasattr(self, "target_scale_"):
+            attributes = {"target_mean_": self.target_mean_,
+                          "target_scale_": self.target_scale_}
+        if attributes is None:
+            attributes = self._target_statistics(Y, sample_weight)
+        mean, scale = attributes["target_mean_"], attributes["target_scale_"]
+        # in float64 (float32 targets may be large), back in X's dtype
+        encoded = (Y.astype(np.float64) - mean) / scale
+        return np.ascontiguousarray(encoded, dtype=Y.dtype), attributes
+
+    def _target_statistics(self, Y, sample_weight):
+        """``target_mean_`` and ``target_scale_`` (see standardize_target)."""
+        n_outputs = Y.shape[1]
+        mean, scale = np.zeros(n_outputs), np.ones(n_outputs)
+        if self.standardize_target:
+            s = np.asarray(sample_weight, dtype=np.float64)
+            s = s / s.sum()
+            Y = Y.astype(np.float64)
+            center = s @ Y
+            # what round-off leaves of a constant output counts as zero
+            tiny = 1e3 * np.finfo(np.float64).eps * np.abs(Y).max(axis=0)
+            if self.loss == "poisson":
+                scale = np.where(center > tiny, center, 1.0)
+            else:
+                mean = center
+                std = np.sqrt(s @ (Y - center) ** 2)
+                scale = np.where(std > tiny, std, 1.0)
+        return {"target_mean_": mean, "target_scale_": scale}
 
     def _score_outputs(self, outputs, Y, sample_weight):
         if self.loss == "poisson":
@@ -426,6 +505,14 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         -------
         self : GGNScoreRegressor
             The updated estimator.
+
+        Notes
+        -----
+        With ``standardize_target=True`` the first call (on a fresh
+        estimator) fixes ``target_mean_`` and ``target_scale_`` from its
+        chunk; later calls keep them, so that every chunk is trained in the
+        same units. Make the first chunk representative (or shuffle the
+        stream).
         """
         return self._fit(X, y, sample_weight, incremental=True)
 
@@ -440,8 +527,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            Predictions; one-dimensional when ``y`` was in ``fit``. With
-            ``loss="poisson"`` the predicted mean ``exp(Φ)``.
+            Predictions in the units of ``y`` (see ``standardize_target``);
+            one-dimensional when ``y`` was in ``fit``. With
+            ``loss="poisson"`` the predicted mean ``exp(Φ)`` (times
+            ``target_scale_``).
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
@@ -449,6 +538,11 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
         if self.loss == "poisson":
             out = PoissonLoss.mean(out)
+        # back to the units of y (see standardize_target)
+        scale = np.asarray(getattr(self, "target_scale_", 1.0), dtype=out.dtype)
+        mean = np.asarray(getattr(self, "target_mean_", 0.0), dtype=out.dtype)
+        with np.errstate(over="ignore"):
+            out = out * scale + mean
         if getattr(self, "_y_ndim", 2) == 1:
             return out[:, 0]
         return out

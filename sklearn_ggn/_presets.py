@@ -38,7 +38,10 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4):
     params : dict
         Keyword arguments for :class:`GGNScoreRegressor` or
         :class:`GGNScoreClassifier`; add ``line_search=True`` for the
-        reference's Armijo backtracking (its ``ss_type=3``).
+        reference's Armijo backtracking (its ``ss_type=3``), and for the
+        regressor ``standardize_target=False`` to train on ``y`` as given
+        (the paper's teacher-student runs; the default standardizes it,
+        which rescales what a given τ means).
 
     Examples
     --------

@@ -122,13 +122,15 @@ def test_history_records_every_iteration(batch_size):
     assert all(0 < a <= 1 for a in h["step_size"])
     # the regularizer is non-negative: risk <= objective
     assert all(r <= o for r, o in zip(h["risk"], h["objective"], strict=True))
-    # the last validation record is the fitted model's score and ½·MSE
+    # the last validation record is the fitted model's score and ½·MSE (in
+    # the units of the standardized targets, see standardize_target)
+    scale = reg.target_scale_[0]
     assert h["validation_score"][-1] == pytest.approx(reg.score(X_val, y_val))
     assert h["validation_risk"][-1] == pytest.approx(
-        0.5 * np.mean((reg.predict(X_val) - y_val) ** 2))
+        0.5 * np.mean(((reg.predict(X_val) - y_val) / scale) ** 2))
     if batch_size is None:  # full batch: the risk is the training risk
         assert h["risk"][-1] == pytest.approx(
-            0.5 * np.mean((reg.predict(X) - y) ** 2))
+            0.5 * np.mean(((reg.predict(X) - y) / scale) ** 2))
 
 
 def test_warm_started_history_continues():

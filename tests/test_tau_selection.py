@@ -1,0 +1,171 @@
+"""tau="auto" by generalized cross-validation of the linearized problem:
+the formulas against slow, obviously correct references, and the estimator's
+attributes."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn._tau import TAU_GRID, linearized_gram, select_tau, smoother_criteria
+from sklearn_ggn.engine import LOSSES, REGULARIZERS, Problem, TwoLayerNetwork
+
+
+def _fit(est, X, y, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return est.fit(X, y, **kwargs)
+
+
+def _problem(n=30, d=3, n_hidden=7, n_outputs=1, seed=0, weights=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    Y = np.column_stack([np.sin(X[:, 0] + c) for c in range(n_outputs)])
+    Y += 0.1 * rng.standard_normal(Y.shape)
+    w = rng.uniform(0.2, 2.0, n) if weights else np.ones(n)
+    net = TwoLayerNetwork(d, n_hidden, n_outputs, n_hidden ** -0.5, "silu", True)
+    problem = Problem(net, LOSSES["squared_error"](),
+                      REGULARIZERS["pseudo_huber"](n_hidden ** 0.5), 1e-3, X, Y,
+                      w, regularized=False)
+    theta = net.pack(rng.standard_normal((n_hidden, d)) / np.sqrt(d),
+                     rng.standard_normal((n_hidden, n_outputs)),
+                     0.1 * rng.standard_normal(n_hidden), np.zeros(n_outputs))
+    return problem, theta
+
+
+def _explicit_jacobian(problem, theta, batch):
+    """J̃ column by column from the engine's J̃ v (the obvious way)."""
+    evaluation = problem.evaluate(theta, batch)
+    lin, _ = problem.linearize(theta, batch, evaluation, 1.0, np.float64)
+    p = theta.size
+    cols = [lin.jvp(np.eye(p)[j]).ravel() for j in range(p)]
+    return np.column_stack(cols), lin
+
+
+def test_criteria_match_the_explicit_hat_matrix():
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((12, 5))
+    G = F @ F.T  # rank 5 < 12: zero eigenvalues too
+    z = rng.standard_normal(12)
+    taus = np.array([1e-3, 0.1, 2.0])
+    got = smoother_criteria(G, z, taus)
+    m = len(z)
+    for t, tau in enumerate(taus):
+        S = G @ np.linalg.inv(G + tau * np.eye(m))
+        r = z - S @ z
+        np.testing.assert_allclose(got["dof"][t], np.trace(S), rtol=1e-10)
+        np.testing.assert_allclose(got["gcv"][t],
+                                   m * (r @ r) / (m - np.trace(S)) ** 2, rtol=1e-9)
+        np.testing.assert_allclose(got["loo"][t],
+                                   np.sum((r / (1 - np.diag(S))) ** 2), rtol=1e-9)
+
+
+@pytest.mark.parametrize("n_outputs,weights", [(1, False), (2, True)])
+def test_linearized_smoother_is_the_ridge_on_the_jacobian(n_outputs, weights):
+    """S(τ) = G (G + τI)⁻¹ from the engine's Gram equals the primal hat
+    matrix J̃ (J̃ᵀJ̃ + τ H̄)⁻¹ J̃ᵀ with H̄ = ḡ''(θ), and the leave-one-out
+    criterion equals brute-force refits of the linearized ridge problem
+    without each row (τ in the units of the estimator's objective)."""
+    problem, theta = _problem(n=14, n_outputs=n_outputs, weights=weights)
+    rows = np.arange(problem.n_samples)
+    batch = problem.batch(rows)
+    Jt, lin = _explicit_jacobian(problem, theta, batch)
+    H = problem.regularizer.hessian(theta)
+    G, z = linearized_gram(problem, theta, rows, response="parameters")
+    np.testing.assert_allclose(G, Jt @ (Jt / H).T, rtol=1e-9, atol=1e-12)
+    # z: the weighted targets of the linear model in θ, A (y − Φ + J θ)
+    a = np.sqrt(batch.s / n_outputs)[:, None]
+    outputs = problem.evaluate(theta, batch).cache.outputs
+    np.testing.assert_allclose(z, (a * (batch.Y - outputs)).ravel() + Jt @ theta,
+                               rtol=1e-9, atol=1e-12)
+    taus = np.array([1e-4, 1e-2, 1.0])
+    got = smoother_criteria(G, z, taus)
+    m = z.size
+    for t, tau in enumerate(taus):
+        # primal hat matrix
+        S = Jt @ np.linalg.solve(Jt.T @ Jt + tau * np.diag(H), Jt.T)
+        r = z - S @ z
+        np.testing.assert_allclose(got["gcv"][t],
+                                   m * (r @ r) / (m - np.trace(S)) ** 2, rtol=1e-7)
+        # brute-force leave-one-out: refit the ridge without entry i and
+        # predict it
+        loo = 0.0
+        for i in range(m):
+            keep = np.arange(m) != i
+            beta = np.linalg.solve(Jt[keep].T @ Jt[keep] + tau * np.diag(H),
+                                   Jt[keep].T @ z[keep])
+            loo += (z[i] - Jt[i] @ beta) ** 2
+        np.testing.assert_allclose(got["loo"][t], loo, rtol=1e-7)
+
+
+def test_select_tau_takes_the_grid_minimum_and_reports_the_curve():
+    problem, theta = _problem(n=40)
+    tau, path = select_tau(problem, theta, np.random.RandomState(0))
+    assert tau in TAU_GRID
+    assert tau == path["tau"][np.argmin(path["gcv"])]
+    assert path["n_rows"] == 40
+    # a floor: the minimum over the allowed part of the grid
+    floor = float(np.sort(path["tau"])[-5])
+    tau, _ = select_tau(problem, theta, np.random.RandomState(0), tau_min=floor)
+    allowed = path["tau"] >= floor
+    assert tau == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
+    # a subsample when rows × outputs exceed the cap
+    tau, path = select_tau(problem, theta, np.random.RandomState(0), max_rows=16)
+    assert path["n_rows"] == 16 and len(path["gcv"]) == len(TAU_GRID)
+
+
+def test_auto_tau_is_chosen_in_full_batch_and_reported():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 4))
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(120)
+    reg = _fit(GGNScoreRegressor(n_hidden=16, random_state=0), X, y)
+    path = reg.tau_path_
+    assert set(path) >= {"tau", "gcv", "loo", "dof", "n_rows", "criterion",
+                         "tau_min"}
+    allowed = path["tau"] >= path["tau_min"]
+    assert reg.tau_ == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
+    # the problem actually solved used it: the objective's penalty part
+    assert reg.tau_ in TAU_GRID
+    # a warm start that continues the fit keeps it
+    reg.set_params(warm_start=True)
+    previous = reg.tau_
+    _fit(reg, X, y)
+    assert reg.tau_ == previous
+
+
+@pytest.mark.parametrize("kw", [dict(tau=3e-3), dict(tau=0.0, damping=1.0),
+                                dict(tau=1e-4, batch_size=None)])
+def test_a_float_tau_is_used_as_given(kw):
+    X, y = np.random.default_rng(1).standard_normal((60, 3)), np.arange(60.0)
+    reg = _fit(GGNScoreRegressor(n_hidden=8, max_iter=3, **kw), X, y)
+    assert reg.tau_ == kw["tau"] and reg.tau_path_ is None
+
+
+def test_rule_elsewhere():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    y = X[:, 0] + 0.1 * rng.standard_normal(200)
+    mini = _fit(GGNScoreRegressor(n_hidden=8, batch_size=32, max_iter=2), X, y)
+    assert mini.tau_ == 1e-4 and mini.tau_path_ is None
+    clf = _fit(GGNScoreClassifier(n_hidden=8, max_iter=2), X, y > 0)
+    assert clf.tau_ == min(0.01, 10 / 200) and clf.tau_path_ is None
+
+
+def test_integer_weights_give_the_curve_of_repeated_rows():
+    problem, theta = _problem(n=20)
+    w = np.random.default_rng(3).integers(0, 4, 20)
+    rows = np.repeat(np.arange(20), w)
+    net, loss, reg = problem.network, problem.loss, problem.regularizer
+    X = problem.Xa[:, :-1]
+    weighted = Problem(net, loss, reg, 1e-3, X, problem.Y, w.astype(float),
+                       regularized=False)
+    repeated = Problem(net, loss, reg, 1e-3, X[rows], problem.Y[rows],
+                       np.ones(rows.size), regularized=False)
+    rng = np.random.RandomState(0)
+    tau_w, path_w = select_tau(weighted, theta, rng, response="parameters")
+    tau_r, path_r = select_tau(repeated, theta, rng, response="parameters")
+    assert tau_w == tau_r
+    np.testing.assert_allclose(path_w["gcv"], path_r["gcv"], rtol=1e-8)
+    np.testing.assert_allclose(path_w["dof"], path_r["dof"], rtol=1e-8)
