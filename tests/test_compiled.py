@@ -147,7 +147,7 @@ def _prepared(problem):
 
 
 @pytest.mark.parametrize("activation", ["silu", "relu", "tanh", "sigmoid",
-                                        "softplus"])
+                                        "softplus", "identity"])
 @pytest.mark.parametrize("regularizer", ["pseudo_huber", "ostrovskii_bach", "l2"])
 def test_compiled_epoch_equals_python_epoch_activations_regularizers(
         activation, regularizer):

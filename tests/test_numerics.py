@@ -41,6 +41,8 @@ def make_problem(K=1, fit_intercept=True, loss="squared_error", b=7, d=3, n=5,
         Y = rng.standard_normal((b, K))
     elif loss == "poisson":  # counts, zeros included
         Y = rng.poisson(1.5, (b, K)).astype(float)
+    elif loss == "multilabel_log_loss":  # an indicator matrix
+        Y = rng.integers(0, 2, (b, K)).astype(float)
     elif K == 1:
         Y = rng.integers(0, 2, (b, 1)).astype(float)
     else:
@@ -149,7 +151,9 @@ def test_self_concordance_constants():
 # ------------------------------------------------------------------ losses
 @pytest.mark.parametrize("loss,K", [("squared_error", 1), ("squared_error", 3),
                                     ("log_loss", 1), ("log_loss", 4),
-                                    ("poisson", 1), ("poisson", 3)])
+                                    ("poisson", 1), ("poisson", 3),
+                                    ("multilabel_log_loss", 1),
+                                    ("multilabel_log_loss", 3)])
 def test_loss_residual_and_curvature_factor(loss, K):
     _, _, _, _, Y, s = make_problem(K=K, loss=loss, weighted=True)
     F = np.random.default_rng(1).standard_normal(Y.shape)
@@ -177,7 +181,7 @@ def test_loss_residual_and_curvature_factor(loss, K):
 
 
 # ------------------------------------------------------------------ Jacobian
-@pytest.mark.parametrize("activation", ["silu", "tanh", "softplus"])
+@pytest.mark.parametrize("activation", ["silu", "tanh", "softplus", "identity"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_dense_jacobian_reference_matches_finite_differences(activation,
                                                              fit_intercept):
@@ -191,7 +195,8 @@ def test_dense_jacobian_reference_matches_finite_differences(activation,
 
 @pytest.mark.parametrize("K,loss", [(1, "squared_error"), (3, "squared_error"),
                                     (1, "log_loss"), (3, "log_loss"),
-                                    (1, "poisson"), (3, "poisson")])
+                                    (1, "poisson"), (3, "poisson"),
+                                    (3, "multilabel_log_loss")])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_structured_products_and_gram_equal_dense(K, loss, fit_intercept,
                                                   monkeypatch):
@@ -254,7 +259,8 @@ def _permute_to_package(net, M):
 # ------------------------------------------------------------------ the step
 CASES = [(K, loss, fi, w) for K, loss in [(1, "squared_error"), (3, "squared_error"),
                                           (1, "log_loss"), (4, "log_loss"),
-                                          (1, "poisson"), (3, "poisson")]
+                                          (1, "poisson"), (3, "poisson"),
+                                          (3, "multilabel_log_loss")]
          for fi in (True, False) for w in (False, True)]
 
 
