@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
 from ._activations import ACTIVATIONS
@@ -131,7 +131,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                        None],
         "max_iter": [_Number(Integral, 1, None, closed="left")],
         "tol": [_Number(Real, 0, None, closed="left")],
-        "n_iter_no_change": [_Number(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [_Number(Integral, 1, None, closed="left"),
+                             Options(Real, {np.inf})],
         "early_stopping": ["boolean"],
         "validation_fraction": [_Number(Real, 0, 1, closed="neither")],
         "shuffle": ["boolean"],
@@ -285,13 +286,18 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                          stopping)
         # partial_fit streams chunks: that is mini-batch training for "auto".
         full_batch = batching.full_batch(problem.n_samples) and not incremental
-        return GGNScoreSolver(
+        solver = GGNScoreSolver(
             resolve_damping(self.damping, problem.tau, full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0]),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self.line_search else None,
             self.linear_solver, batching, max_iter, stopping,
             epochs_are_passes=not incremental)
+        if self.n_iter_no_change == np.inf:
+            # never stop for want of progress: not at a zero line-search
+            # step, nor after the adaptive damping's stalled epochs
+            solver.stop_when_stalled = False
+        return solver
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
@@ -351,7 +357,17 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             stratify = Y.argmax(axis=1) if is_classifier(self) else None
             if stratify is not None and Y.shape[1] == 1:
                 stratify = Y[:, 0]
-            self._check_validation_split(X.shape[0], stratify)
+            if getattr(self, "_multilabel", False):
+                stratify = None  # (as MLPClassifier: no stratified split)
+            too_small = self._check_validation_split(X.shape[0], stratify)
+            if too_small is not None:
+                # as MLPClassifier's own too-small check names it, but the fit
+                # goes on without early stopping (it can still learn)
+                warnings.warn(f"The validation set is too small: {too_small} "
+                              "Training on all samples without early stopping.",
+                              UserWarning)
+                early_stopping = False
+        if early_stopping and validation is None:
             idx_train, idx_val = train_test_split(
                 np.arange(X.shape[0]), test_size=self.validation_fraction,
                 random_state=rng, stratify=stratify,
@@ -389,7 +405,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                           tau, X, Y, sample_weight,
                           regularized=self.solver != "gd")
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
-        records = _Records(self, reuse)
+        records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
                            records, theta0, solver.max_iter, (X, y, sample_weight))
         state = (copy.deepcopy(self._solver_state)
@@ -398,11 +414,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                               time_offset=records.elapsed)
         theta = monitor.best_theta if early_stopping else result.theta
         monitor.close(result, theta)
+        self._check_finite(problem, result, theta)
         fitted.update({name + "_": value
                        for name, value in self._weights(network, theta).items()})
-        fitted.update(records.attributes(result))
+        fitted.update(records.attributes(result, early_stopping))
         fitted.update(_rng=rng, _solver_state=result.state,
-                      linear_solver_=result.linear_solver)
+                      linear_solver_=result.linear_solver,
+                      batch_size_=solver.batching.batch_size)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._report(result, incremental)
@@ -410,6 +428,22 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if not records.continued and result.status not in ("diverged", "max_iter"):
             self._check_learned(problem, result, x_max)
         return self
+
+    @staticmethod
+    def _check_finite(problem, result, theta):
+        """MLPClassifier's error when the data leave no finite parameters:
+        non-finite weights, or (after a divergence) weights whose training
+        risk is not finite, i.e. a model that would predict NaN or inf."""
+        finite = np.all(np.isfinite(theta))
+        if finite and result.status == "diverged":
+            with np.errstate(all="ignore"):
+                evaluation = problem.evaluate(theta, problem.batch(),
+                                              with_deriv=False)
+            finite = np.isfinite(evaluation.objective)
+        if not finite:
+            raise ValueError(
+                "Solver produced non-finite parameter weights. The input data may"
+                " contain large values and need to be preprocessed.")
 
     def _check_learned(self, problem, result, x_max):
         """Warn when a fit ends no better than a constant prediction."""
@@ -434,21 +468,24 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             ConvergenceWarning)
 
     def _check_validation_split(self, n_samples, labels):
-        """A clear error when the early-stopping split cannot work: at least
-        two validation rows (R² and accuracy of one row are meaningless or
-        NaN), and for classifiers one row of every class on each side of the
-        stratified split."""
+        """Why the early-stopping split cannot work, or None when it can: at
+        least two validation rows (R² and accuracy of one row are
+        meaningless or NaN), and for classifiers one row of every class on
+        each side of the stratified split."""
         fraction = self.validation_fraction
         n_val = int(np.ceil(fraction * n_samples))
         n_train = n_samples - n_val
         need_val, need_train, why = 2, 2, "two validation samples"
         if labels is not None:
-            counts = np.unique(labels, return_counts=True)[1]
+            codes, counts = np.unique(labels, return_counts=True)
             if counts.min() < 2:
+                # an error, as MLPClassifier's (train_test_split's) words
+                few = self.classes_[codes[counts < 2].astype(int)].tolist()
                 raise ValueError(
-                    f"early_stopping=True splits the training data stratified by "
-                    f"class, but a class has only {counts.min()} sample; add "
-                    f"samples or set early_stopping=False.")
+                    "The least populated classes in y have only 1 member, which "
+                    "is too few for the stratified split of early_stopping=True. "
+                    f"Classes with too few members are: {few}. Add samples of "
+                    "them or set early_stopping=False.")
             need_val = need_train = max(2, len(counts))
             why = f"one validation sample of each of the {len(counts)} classes"
         if n_val < need_val or n_train < need_train:
@@ -456,19 +493,24 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             high = 1 - need_train / n_samples
             hint = (f"set validation_fraction to at least {low:.3g}" if low <= high
                     else "use more training samples")
-            raise ValueError(
-                f"early_stopping=True holds out validation_fraction={fraction} of "
-                f"the {n_samples} training samples ({n_val} samples, leaving "
-                f"{n_train}), but needs at least {need_val} for {why} and "
-                f"{need_train} to train on; {hint}, pass X_val and y_val, or set "
-                f"early_stopping=False.")
+            return (f"early_stopping=True holds out validation_fraction={fraction} "
+                    f"of the {n_samples} training samples ({n_val} samples, "
+                    f"leaving {n_train}), but needs at least {need_val} for {why} "
+                    f"and {need_train} to train on; {hint}, pass X_val and y_val, "
+                    f"or set early_stopping=False.")
+        return None
 
     def _report(self, result, incremental):
         """Warn about a fit that did not end by converging."""
         if result.status == "diverged":
-            advice = ["a larger damping", "a smaller step_size"]
-            if not self.line_search:
-                advice.append("line_search=True")
+            if self.solver == "gd":
+                # plain gradient descent has neither damping nor step_size
+                advice = [f"a smaller learning_rate than {self.learning_rate}",
+                          "standardized features (StandardScaler)"]
+            else:
+                advice = ["a larger damping", "a smaller step_size"]
+                if not self.line_search:
+                    advice.append("line_search=True")
             warnings.warn(
                 f"GGN-SCORE diverged after {self.n_iter_} iterations "
                 f"({result.reason}); kept the last parameters from before it. Try "
@@ -486,7 +528,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 class _Records:
     """The per-iteration records of a fit, continued across warm starts."""
 
-    def __init__(self, estimator, reuse):
+    def __init__(self, estimator, reuse, early_stopping):
         self.continued = reuse and hasattr(estimator, "loss_curve_")
         if self.continued:
             self.history = {k: list(v) for k, v in estimator.history_.items()}
@@ -497,24 +539,34 @@ class _Records:
             self.history = {"objective": [], "risk": [], "step_size": [], "time": []}
             self.validation_scores = None
             self.best_validation_score = None
-        if estimator.early_stopping and self.validation_scores is None:
+        if early_stopping and self.validation_scores is None:
             self.validation_scores = []
             self.best_validation_score = -np.inf
         times = self.history["time"]
         self.elapsed = times[-1] if times else 0.0
+        # iterations of the earlier calls of a warm-started sequence
+        self.earlier_iterations = len(self.history["objective"])
 
     def append(self, record):
         for key, value in record.items():
             self.history.setdefault(key, []).append(value)
 
-    def attributes(self, result):
+    def attributes(self, result, early_stopping):
         state = result.state
         objectives = self.history["objective"]
+        best_validation_score = self.best_validation_score
+        if self.validation_scores is not None and not self.validation_scores:
+            # stopped (diverged) before the first validation score
+            best_validation_score = None
         return {"history_": self.history, "loss_curve_": list(objectives),
-                "n_iter_": state.n_iter, "t_": state.n_steps,
-                "best_loss_": state.best_objective,
+                # as MLPClassifier: the iterations of this call; the running
+                # total of a warm-started sequence is len(loss_curve_)
+                "n_iter_": len(objectives) - self.earlier_iterations,
+                "t_": state.n_steps,
+                # as MLPClassifier: None when early stopping decided
+                "best_loss_": None if early_stopping else state.best_objective,
                 "validation_scores_": self.validation_scores,
-                "best_validation_score_": self.best_validation_score}
+                "best_validation_score_": best_validation_score}
 
 
 class _Monitor:
@@ -529,7 +581,7 @@ class _Monitor:
         self.early_stopping = early_stopping
         self.records = records
         self.best_theta = theta0
-        self.n_iter = estimator.n_iter_ if records.continued else 0
+        self.n_iter = records.earlier_iterations
         self.no_improvement = 0
         self.validation = None
         if validation is not None:

@@ -231,7 +231,8 @@ class Solver:
                 status, reason = "stopped", "the callback asked to stop"
                 break
             damping = getattr(self, "damping", None)
-            if not full_batch and damping is not None and damping.converged():
+            if (not full_batch and damping is not None and damping.converged()
+                    and getattr(self, "stop_when_stalled", True)):
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
                           f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
@@ -385,9 +386,14 @@ class GGNScoreSolver(Solver):
         self.linear_solver = linear_solver
         self.compiled = compiled
 
+    # False keeps iterating after a zero line-search step and after the
+    # adaptive damping's stalled epochs (the estimators'
+    # n_iter_no_change=np.inf: run max_iter iterations, as MLP does)
+    stop_when_stalled = True
+
     @property
     def stalls_at_zero_step(self):
-        return self.line_search is not None
+        return self.line_search is not None and self.stop_when_stalled
 
     def prepare(self, problem, state):
         # an adapted damping continues across warm starts and partial_fit
