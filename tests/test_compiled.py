@@ -252,6 +252,11 @@ def test_what_runs_in_python():
 
     cases["custom loss"] = Problem(net, MyLoss(), REGULARIZERS["pseudo_huber"](2.0),
                                    1e-3, X, Y, w)
+    # a loss without a code in the compiled epoch (multilabel targets)
+    multilabel = (np.random.default_rng(3).random(Y.shape) > 0.5).astype(float)
+    cases["multilabel"] = Problem(net, LOSSES["multilabel_log_loss"](),
+                                  REGULARIZERS["pseudo_huber"](2.0), 1e-3, X,
+                                  multilabel, w)
     for name, prob in cases.items():
         assert compiled_epoch_arguments(_prepared(prob), prob) is None, name
     primal = _solver(True)

@@ -351,3 +351,40 @@ def test_squared_error_classifier_says_why_it_has_no_probabilities():
     with pytest.raises(AttributeError) as info:
         clf.predict_proba(X)
     assert "loss='log_loss'" in str(info.value.__cause__)
+
+
+def test_multilabel_mini_batches_early_stopping_and_partial_fit():
+    """Indicator targets on the Python mini-batch loop (the compiled epoch
+    has no multilabel loss), with early stopping and partial_fit."""
+    from sklearn.datasets import make_multilabel_classification
+
+    X, Y = make_multilabel_classification(n_samples=300, n_classes=4,
+                                          random_state=0)
+    X = StandardScaler().fit_transform(X)
+    clf = GGNScoreClassifier(n_hidden=16, batch_size=32, early_stopping=True,
+                             max_iter=30, random_state=0).fit(X, Y)
+    assert clf.predict(X).shape == Y.shape
+    assert set(np.unique(clf.predict(X))) <= {0, 1}
+    proba = clf.predict_proba(X)
+    assert proba.shape == Y.shape and np.all((proba > 0) & (proba < 1))
+    assert not np.allclose(proba.sum(axis=1), 1.0)  # independent labels
+    np.testing.assert_array_equal(clf.classes_, np.arange(4))
+    assert clf.score(X, Y) > 0.4 and clf.batch_size_ == 32
+    stream = GGNScoreClassifier(n_hidden=16, random_state=0)
+    for start in range(0, 300, 100):
+        stream.partial_fit(X[start:start + 100], Y[start:start + 100])
+    assert stream.predict(X).shape == Y.shape
+    with pytest.raises(ValueError, match="labels"):
+        stream.partial_fit(X, Y[:, :3])
+
+
+def test_new_label_in_partial_fit_is_named():
+    X, y = classification_data()
+    clf = GGNScoreClassifier(n_hidden=8, random_state=0)
+    clf.partial_fit(X, y, classes=np.unique(y))
+    y_new = y.copy()
+    y_new[:2] = 99
+    with pytest.raises(ValueError, match=r"not in classes_.*\[99\]"):
+        clf.partial_fit(X, y_new)
+    with pytest.raises(ValueError, match="is not the same as on last call"):
+        clf.partial_fit(X, y, classes=np.append(np.unique(y), 99))

@@ -349,7 +349,8 @@ def test_step_size_rule():
 @pytest.mark.parametrize("Est,loss", [(GGNScoreRegressor, None),
                                       (GGNScoreRegressor, "poisson"),
                                       (GGNScoreClassifier, "log_loss"),
-                                      (GGNScoreClassifier, "squared_error")])
+                                      (GGNScoreClassifier, "squared_error"),
+                                      (GGNScoreClassifier, "multilabel")])
 @pytest.mark.parametrize("linear_solver", ["dual", "primal"])
 def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     """warm_start + max_iter=1 + full batch: exactly θ − α d from the user's θ."""
@@ -362,6 +363,9 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     elif Est is GGNScoreRegressor:
         y = rng.standard_normal(b)
         kwargs = {}
+    elif loss == "multilabel":  # an indicator matrix of 3 labels
+        y = rng.integers(0, 2, (b, 3))
+        kwargs = {"loss": "log_loss"}
     else:
         y = np.array(["a", "b", "c"])[np.arange(b) % 3]
         kwargs = {"loss": loss}
@@ -380,6 +384,8 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver):
     dense = DenseNetwork(U, V, b_h, b_o, 1 / np.sqrt(n), "silu")
     if Est is GGNScoreRegressor:
         Y, loss_name = y[:, None], loss or "squared_error"
+    elif loss == "multilabel":
+        Y, loss_name = y.astype(float), "multilabel_log_loss"
     else:
         Y, loss_name = np.eye(3)[np.arange(b) % 3], loss
     s = sw / sw.sum()
