@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
+from . import _config
 from ._activations import ACTIVATIONS
 from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
@@ -305,6 +306,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """Fit as one transaction: on any exception (a validation error,
         MemoryError, KeyboardInterrupt, a numerical error) the estimator is
         left exactly as it was before the call."""
+        _config.note_first_compile()
         snapshot = self.__dict__.copy()
         try:
             return self._fit_transaction(X, y, sample_weight, incremental, classes,
