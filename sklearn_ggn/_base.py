@@ -86,6 +86,15 @@ _LEARNED_FRACTION = 0.9
 # Inputs this large break curvature-based steps (a standardized rare pixel of
 # MNIST reaches 2 733): warn at fit time.
 _EXTREME_INPUT = 100.0
+# Features off unit scale: a root-mean-square above this (raw iris: 5.9, raw
+# digits: up to 12; standardized features: 1, min-max scaled ones: <= 1), or
+# standard deviations spread over more than this ratio (dense X).
+_UNSCALED_RMS = 5.0
+_UNSCALED_SPREAD = 1e3
+# A width is absurd for the data when it has this many parameters per
+# training sample and the fit is estimated at this many flops (hours).
+_ABSURD_PARAMS_PER_SAMPLE = 1000
+_ABSURD_FIT_FLOPS = 1e13
 # Attributes the callback machinery of scikit-learn keeps during a fit; a
 # failed fit restores everything else.
 _CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
@@ -97,6 +106,28 @@ class _Number(Interval):
 
     def is_satisfied_by(self, val):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+def _unscaled_features(X):
+    """A sentence naming how X's features are off unit scale, or None."""
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0), dtype=float).ravel()
+        mean_sq = np.asarray(X.multiply(X).mean(axis=0), dtype=float).ravel()
+    else:
+        mean = X.mean(axis=0, dtype=np.float64)
+        mean_sq = np.einsum("ij,ij->j", X, X, dtype=np.float64) / X.shape[0]
+    rms = np.sqrt(mean_sq)
+    std = np.sqrt(np.maximum(mean_sq - mean**2, 0.0))
+    j = int(np.argmax(rms))
+    if rms[j] > _UNSCALED_RMS:
+        return (f"feature {j} has root-mean-square {rms[j]:.3g} (mean "
+                f"{mean[j]:.3g}, standard deviation {std[j]:.3g})")
+    varying = std[std > 1e-12 * max(float(std.max()), 1e-300)]
+    if not sp.issparse(X) and varying.size >= 2 and (
+            varying.max() > _UNSCALED_SPREAD * varying.min()):
+        return (f"the features' standard deviations range from "
+                f"{varying.min():.3g} to {varying.max():.3g}")
+    return None
 
 
 def _kappa(scaling, n_hidden):
@@ -389,6 +420,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a huge step): standardize with StandardScaler, and for heavy "
                 "tails use RobustScaler or QuantileTransformer, or clip the "
                 "features.", UserWarning)
+        unscaled = _unscaled_features(X)
+        if unscaled is not None and x_max < _EXTREME_INPUT:
+            warnings.warn(
+                f"The features of X are not standardized: {unscaled}. The "
+                "initial weights and the curvature of the steps assume inputs "
+                "of unit scale: standardize them, e.g. with StandardScaler in "
+                "a Pipeline.", UserWarning)
         # the cost rule of batch_size="auto" models the compiled epoch
         # (float64, dense X; see engine/_compiled.py)
         compiled = X.dtype == np.float64 and not sp.issparse(X)
@@ -403,9 +441,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # as the same row twice
             tau = min(_AUTO_TAU_MAX, _AUTO_TAU_SAMPLES / float(sample_weight.sum()))
         fitted["tau_"] = tau
+        if not incremental or first_call:
+            self._check_width(network, X.shape[0], batch_size)
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X, Y, sample_weight,
                           regularized=self.solver != "gd")
+        penalty0 = float(problem.regularization(theta0)) if problem.regularized \
+            else 0.0
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
@@ -426,10 +468,29 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         for name, value in fitted.items():
             setattr(self, name, value)
         self._report(result, incremental)
-        # (reaching max_iter and diverging already warn with their advice)
-        if not records.continued and result.status not in ("diverged", "max_iter"):
-            self._check_learned(problem, result, x_max)
+        # (diverging already warns with its advice; reaching max_iter says
+        # nothing of the cause, e.g. a constant prediction of a huge tau)
+        if not records.continued and result.status != "diverged":
+            self._check_learned(problem, result, unscaled, x_max, penalty0)
         return self
+
+    def _check_width(self, network, n_samples, batch_size):
+        """Warn before fitting when n_hidden is absurd for the data: far more
+        parameters than samples and an estimated cost of hours."""
+        p = network.n_params
+        costs = network.step_costs(batch_size)
+        flops, nbytes = min(costs.values())
+        steps = -(-n_samples // batch_size) * self.max_iter
+        if (p > _ABSURD_PARAMS_PER_SAMPLE * n_samples
+                and flops * steps > _ABSURD_FIT_FLOPS):
+            warnings.warn(
+                f"n_hidden={self.n_hidden} gives {p:,} parameters for "
+                f"{n_samples} training samples ({p / n_samples:,.0f} per "
+                f"sample); one step is estimated at {flops:.2g} flops and "
+                f"{nbytes / 2**30:.2g} GiB, the fit (max_iter={self.max_iter}) "
+                f"at {flops * steps:.2g} flops, hours of computing. Widths of "
+                "100 to a few thousand units suit data of this size: lower "
+                "n_hidden.", UserWarning)
 
     @staticmethod
     def _check_finite(problem, result, theta):
@@ -447,8 +508,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "Solver produced non-finite parameter weights. The input data may"
                 " contain large values and need to be preprocessed.")
 
-    def _check_learned(self, problem, result, x_max):
-        """Warn when a fit ends no better than a constant prediction."""
+    def _check_learned(self, problem, result, unscaled, x_max, penalty0):
+        """Warn when a fit ends no better than a constant prediction, with
+        its most likely cause: an over-strong tau, unscaled features, or the
+        step (damping, step_size; gd's learning_rate)."""
         risks = self.history_["risk"][-result.state.n_iter:]
         if not risks:
             return
@@ -456,10 +519,22 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
         if not baseline > 0 or not risks[-1] > _LEARNED_FRACTION * baseline:
             return  # (a constant already predicts the weighted data exactly)
-        if x_max > 10:
-            advice = (f"The features are not standardized (their values reach "
-                      f"{x_max:.3g}): scale them, e.g. with StandardScaler in a "
-                      f"Pipeline.")
+        penalty = self.history_["objective"][-1] - risks[-1]
+        if problem.regularized and problem.tau > 0 and (
+                penalty0 > baseline or penalty > risks[-1]):
+            advice = (f"tau={problem.tau:.3g} is too strong: the penalty "
+                      f"τ Σ ḡ(θ) at the initial weights, {penalty0:.3g}, is "
+                      f"{penalty0 / baseline:.3g} times the risk of a constant "
+                      f"prediction, so the weights that minimize the objective "
+                      f"predict a near-constant. Use a smaller tau (tau='auto', "
+                      f"or search np.logspace(-5, -1, 5)).")
+        elif unscaled is not None or x_max > 10:
+            reason = unscaled or f"their values reach {x_max:.3g}"
+            advice = (f"The features are not standardized ({reason}): scale "
+                      f"them, e.g. with StandardScaler in a Pipeline.")
+        elif self.solver == "gd":
+            advice = (f"Try another learning_rate than {self.learning_rate} or a "
+                      "larger max_iter.")
         else:
             advice = ("Try a larger damping, a smaller step_size or a larger "
                       "max_iter.")

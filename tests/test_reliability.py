@@ -543,3 +543,72 @@ def test_estimator_checks_every_configuration(estimator, check):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message="X has values up to")
         check(estimator)
+
+
+# ================================================ 8. warnings name the cause
+def test_unscaled_raw_iris_warns_naming_the_feature():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)  # values up to 7.9: no extreme input
+    with pytest.warns(UserWarning, match=r"not standardized: feature 0 has "
+                                         r"root-mean-square 5\.9"):
+        _fitted(GGNScoreClassifier(n_hidden=8, max_iter=5, random_state=0), X, y)
+
+
+def test_features_of_very_different_spread_warn():
+    X, y = _data(n=60)
+    X = X * np.array([1.0, 1e-4, 1.0, 1.0])
+    with pytest.warns(UserWarning, match="standard deviations range from"):
+        _fitted(GGNScoreRegressor(n_hidden=4, max_iter=3, random_state=0), X, y)
+
+
+def test_standardized_features_do_not_warn():
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _fitted(GGNScoreClassifier(n_hidden=8, max_iter=5, random_state=0),
+                StandardScaler().fit_transform(X), y)
+
+
+def test_huge_tau_at_max_iter_names_tau():
+    """tau=1e6 predicts a constant and runs to max_iter: the not-learning
+    check runs there too and names tau as the cause."""
+    X, y = _data(n=60, classes=3)
+    clf = GGNScoreClassifier(n_hidden=8, tau=1e6, max_iter=20, random_state=0)
+    with pytest.warns(ConvergenceWarning) as caught:
+        clf.fit(X, y)
+    messages = [str(w.message) for w in caught]
+    assert any("did not learn" in m and "tau=1e+06 is too strong" in m
+               for m in messages), messages
+
+
+def test_gd_divergence_gives_gd_advice():
+    X, y = _data(n=60)
+    reg = GGNScoreRegressor(n_hidden=8, solver="gd", learning_rate=1e4,
+                            max_iter=20, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged") as caught:
+        try:
+            reg.fit(X, y)
+        except ValueError:  # (weights that cannot give finite outputs)
+            pytest.skip("diverged beyond finite weights")
+    message = next(str(w.message) for w in caught if "diverged" in str(w.message))
+    assert "learning_rate" in message
+    assert "damping" not in message and "step_size" not in message
+
+
+def test_absurd_width_warns_before_fitting():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    clf = GGNScoreClassifier(n_hidden=10**6)
+    with warnings.catch_warnings():
+        # as an error: the warning must come before the first (slow) step
+        warnings.simplefilter("error", UserWarning)
+        with pytest.raises(UserWarning, match=r"n_hidden=1000000 gives .* "
+                                              r"parameters for 150 training"):
+            clf.fit(X / 8, y)
+    with pytest.raises(NotFittedError):
+        clf.predict(X)
