@@ -74,14 +74,19 @@ _SHARED_PARAMETERS = """
         Curvature of the regularizer in the Gauss-Newton matrix,
         ``H = λ_H ḡ''(θ)``:
 
-        - ``"adaptive"``: on mini-batches (and ``partial_fit``) ``H = λ μ ḡ''``
-          with λ adapted on data the step did not see: a step that makes the
-          next batch's objective more than 1.5× worse is undone and λ
-          tripled, each accepted step lets λ decay by 0.5 %, and an epoch
-          that improves the objective by less than 1 % raises λ's floor
-          threefold (two such epochs in a row end the fit). λ starts at
-          0.1 and its state carries across epochs, warm starts and
-          ``partial_fit`` calls. In full batch it is ``"tau"``.
+        - ``"adaptive"``: on mini-batches (and ``partial_fit``)
+          ``H = λ u ḡ''`` with ``u = 1/ḡ''(0)`` (μ for the ℓ1 smoothers, 1
+          for ``"l2"``) and λ adapted on data the step did not see: a step
+          that makes the next batch's objective more than 1.5× worse is
+          undone and λ tripled, each accepted step lets λ decay by 0.5 %
+          (down to its floor), and an epoch that improves the epoch
+          objective by less than 1 % (or by less than 0.3 % of the first
+          epoch's objective) raises λ's floor 1.5-fold; five such stalled
+          epochs in a row (the floor raised 7.6-fold) end the fit. λ starts
+          at 0.1 and its state carries across epochs, warm starts and
+          ``partial_fit`` calls (``partial_fit`` applies no per-epoch
+          rule: a chunk is not a pass over the data). In full batch it is
+          ``"tau"`` (with ``tau=0``, λ's initial value).
         - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
         - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
           code).

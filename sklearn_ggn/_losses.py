@@ -1,4 +1,4 @@
-"""Losses expressed through the network output Φ (SPEC section 2).
+"""Losses expressed through the network output Φ.
 
 For a batch of outputs ``F`` (b × K), targets ``Y`` (b × K) and normalised
 sample weights ``s`` (Σ s = 1) each loss gives

@@ -1,5 +1,5 @@
-"""The training loop, once: GGN-SCORE (SPEC sections 4 and 6) and the
-paper's gradient-descent baseline (section 7)."""
+"""The training loop, once: GGN-SCORE and the paper's gradient-descent
+baseline."""
 
 import time
 from contextlib import nullcontext
