@@ -589,7 +589,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 if not self.line_search:
                     advice.append("line_search=True")
             warnings.warn(
-                f"GGN-SCORE diverged after {self.n_iter_} iterations "
+                f"{'Gradient descent' if self.solver == 'gd' else 'GGN-SCORE'} "
+                f"diverged after {self.n_iter_} iterations "
                 f"({result.reason}); kept the last parameters from before it. Try "
                 f"{', '.join(advice[:-1])} or {advice[-1]}.",
                 ConvergenceWarning,
@@ -618,6 +619,8 @@ class _Records:
             self.best_validation_score = None
         if early_stopping and self.validation_scores is None:
             self.validation_scores = []
+        if early_stopping and self.best_validation_score is None:
+            # (also after a fit that diverged before its first score)
             self.best_validation_score = -np.inf
         times = self.history["time"]
         self.elapsed = times[-1] if times else 0.0

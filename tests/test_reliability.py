@@ -612,3 +612,26 @@ def test_absurd_width_warns_before_fitting():
             clf.fit(X / 8, y)
     with pytest.raises(NotFittedError):
         clf.predict(X)
+
+
+def test_divergence_at_the_first_iteration_with_early_stopping_is_consistent():
+    """No score recorded: validation_scores_ is empty and
+    best_validation_score_ None, the model predicts with its initial weights
+    and a warm-started refit carries on."""
+    X, y = _data(n=60)
+    reg = GGNScoreRegressor(n_hidden=8, solver="gd", learning_rate=1e6,
+                            batch_size=None, early_stopping=True,
+                            warm_start=True, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Gradient descent diverged "
+                                                "after 0 iterations"):
+        reg.fit(X, y)
+    assert reg.n_iter_ == 0 and reg.loss_curve_ == []
+    assert reg.validation_scores_ == [] and reg.best_validation_score_ is None
+    assert reg.best_loss_ is None
+    assert np.all(np.isfinite(reg.predict(X)))
+    reg.set_params(learning_rate=0.1, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        reg.fit(X, y)
+    assert len(reg.validation_scores_) == reg.n_iter_ == 5
+    assert reg.best_validation_score_ == max(reg.validation_scores_)
