@@ -118,3 +118,40 @@ def test_installed_and_editable_packages_stay_unwritten(tmp_path):
     out = _run([python, "-c", FIT], env, elsewhere)
     assert Path(out.split("FILE", 1)[1].split()[0]).parent == source / "sklearn_ggn"
     assert _listing(source) == before
+
+
+def test_first_compile_note_once_on_stderr_or_to_logging(monkeypatch, capsys,
+                                                         caplog):
+    """With an empty cache: one line on stderr without logging configured,
+    an INFO record of the "sklearn_ggn" logger with it; never a warning;
+    nothing when the kernels are cached."""
+    import logging
+    import warnings
+
+    from sklearn_ggn import _config
+
+    monkeypatch.setattr(_config, "NUMBA_CACHE", True)
+    monkeypatch.setattr(_config, "kernels_cached", lambda: False)
+    monkeypatch.setattr(logging.getLogger("sklearn_ggn"), "hasHandlers",
+                        lambda: False)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _config.note_first_compile()
+        _config.note_first_compile()
+    assert capsys.readouterr().err.count("compiling the numba kernels") == 1
+
+    monkeypatch.undo()
+    monkeypatch.setattr(_config, "NUMBA_CACHE", True)
+    monkeypatch.setattr(_config, "kernels_cached", lambda: False)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    with caplog.at_level(logging.INFO, logger="sklearn_ggn"):
+        _config.note_first_compile()
+    assert [r.levelno for r in caplog.records
+            if "compiling the numba kernels" in r.getMessage()] == [logging.INFO]
+    assert "compiling" not in capsys.readouterr().err
+
+    monkeypatch.setattr(_config, "kernels_cached", lambda: True)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    _config.note_first_compile()
+    assert "compiling" not in capsys.readouterr().err
