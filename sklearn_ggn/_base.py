@@ -83,6 +83,17 @@ _AUTO_TAU_MINI_BATCH = 1e-4
 # A fresh fit whose final training risk is above this fraction of the risk of
 # a constant prediction has not learned: it warns (never silently).
 _LEARNED_FRACTION = 0.9
+# ... at max_iter, when the fit ran at least this many iterations and its
+# risk improved by less than this fraction (a stalled fit, e.g. a constant
+# prediction); and it is an over-strong tau's doing when the penalty at the
+# initial weights outweighs the constant's risk this many times and either
+# shrank the weights below this fraction of their initial norm or kept every
+# step size α below this (α = ᾱ / (1 + M_g η) with a huge ∇g).
+_MIN_JUDGED = 10
+_STALLED = 0.01
+_PENALTY_DOMINATES = 100.0
+_COLLAPSED_NORM = 0.1
+_TINY_STEP = 1e-2
 # Inputs this large break curvature-based steps (a standardized rare pixel of
 # MNIST reaches 2 733): warn at fit time.
 _EXTREME_INPUT = 100.0
@@ -469,9 +480,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             setattr(self, name, value)
         self._report(result, incremental)
         # (diverging already warns with its advice; reaching max_iter says
-        # nothing of the cause, e.g. a constant prediction of a huge tau)
+        # nothing of the cause of a constant prediction, e.g. a huge tau)
         if not records.continued and result.status != "diverged":
-            self._check_learned(problem, result, unscaled, x_max, penalty0)
+            self._check_learned(problem, result, unscaled, x_max, penalty0,
+                                theta0, theta)
         return self
 
     def _check_width(self, network, n_samples, batch_size):
@@ -508,10 +520,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "Solver produced non-finite parameter weights. The input data may"
                 " contain large values and need to be preprocessed.")
 
-    def _check_learned(self, problem, result, unscaled, x_max, penalty0):
+    def _check_learned(self, problem, result, unscaled, x_max, penalty0,
+                       theta0, theta):
         """Warn when a fit ends no better than a constant prediction, with
         its most likely cause: an over-strong tau, unscaled features, or the
-        step (damping, step_size; gd's learning_rate)."""
+        step (damping, step_size; gd's learning_rate). At max_iter (whose
+        warning already says to run longer) only a prediction that is
+        constant across the samples warns."""
         risks = self.history_["risk"][-result.state.n_iter:]
         if not risks:
             return
@@ -519,15 +534,23 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
         if not baseline > 0 or not risks[-1] > _LEARNED_FRACTION * baseline:
             return  # (a constant already predicts the weighted data exactly)
-        penalty = self.history_["objective"][-1] - risks[-1]
-        if problem.regularized and problem.tau > 0 and (
-                penalty0 > baseline or penalty > risks[-1]):
+        if result.status == "max_iter" and (
+                len(risks) < _MIN_JUDGED or risks[-1] < (1.0 - _STALLED) * risks[0]):
+            return  # too short to judge, or still improving: the max_iter
+            # warning says to go on
+        steps = self.history_["step_size"][-len(risks):]
+        shrink = np.linalg.norm(theta) / max(np.linalg.norm(theta0),
+                                             np.finfo(float).tiny)
+        if problem.regularized and problem.tau > 0 \
+                and penalty0 > _PENALTY_DOMINATES * baseline \
+                and (shrink < _COLLAPSED_NORM or max(steps) < _TINY_STEP):
             advice = (f"tau={problem.tau:.3g} is too strong: the penalty "
                       f"τ Σ ḡ(θ) at the initial weights, {penalty0:.3g}, is "
                       f"{penalty0 / baseline:.3g} times the risk of a constant "
-                      f"prediction, so the weights that minimize the objective "
-                      f"predict a near-constant. Use a smaller tau (tau='auto', "
-                      f"or search np.logspace(-5, -1, 5)).")
+                      f"prediction, so the penalty, not the data, drives the "
+                      f"fit (step sizes α ≤ {max(steps):.2g}, weights at "
+                      f"{shrink:.2g} of their initial norm). Use a smaller tau "
+                      f"(tau='auto', or search np.logspace(-5, -1, 5)).")
         elif unscaled is not None or x_max > 10:
             reason = unscaled or f"their values reach {x_max:.3g}"
             advice = (f"The features are not standardized ({reason}): scale "
