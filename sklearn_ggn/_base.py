@@ -525,8 +525,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """Warn when a fit ends no better than a constant prediction, with
         its most likely cause: an over-strong tau, unscaled features, or the
         step (damping, step_size; gd's learning_rate). At max_iter (whose
-        warning already says to run longer) only a prediction that is
-        constant across the samples warns."""
+        warning already says to run longer) only a fit of at least
+        ``_MIN_JUDGED`` iterations whose risk stalled warns."""
         risks = self.history_["risk"][-result.state.n_iter:]
         if not risks:
             return
