@@ -18,7 +18,23 @@ from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 from sklearn_ggn.datasets import make_teacher_student
 
 
-@parametrize_with_checks([GGNScoreRegressor(), GGNScoreClassifier()])
+def _held_out_split(estimator):
+    # a weight-2 row and a repeated row fall into different validation splits
+    # (MLPClassifier marks this check as failing for the same reason)
+    if not estimator.early_stopping:
+        return {}
+    why = "a weight-2 row and a repeated row fall into different splits"
+    return {"check_sample_weight_equivalence_on_dense_data": why,
+            "check_sample_weight_equivalence_on_sparse_data": why}
+
+
+# the defaults, and early stopping with its default validation_fraction (a
+# split too small for the checks' tiny data warns and trains on)
+@parametrize_with_checks([GGNScoreRegressor(), GGNScoreClassifier(),
+                          GGNScoreRegressor(early_stopping=True),
+                          GGNScoreClassifier(early_stopping=True)],
+                         expected_failed_checks=_held_out_split,
+                         xfail_strict=True)
 def test_sklearn_estimator_checks(estimator, check):
     # The checks fit tiny random data on purpose: "did not converge / did not
     # learn" warnings are expected there, and some use inputs near 100.
