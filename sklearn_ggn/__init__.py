@@ -1,9 +1,10 @@
 """GGN-SCORE: regularized Gauss-Newton training of two-layer networks,
 as scikit-learn estimators."""
 
-from ._estimators import GGNScoreClassifier, GGNScoreRegressor
-from ._presets import paper_params
-
+# before the imports: _config names the cache of compiled kernels after it
 __version__ = "0.2.0"
+
+from ._estimators import GGNScoreClassifier, GGNScoreRegressor  # noqa: E402
+from ._presets import paper_params  # noqa: E402
 
 __all__ = ["GGNScoreClassifier", "GGNScoreRegressor", "paper_params", "__version__"]

@@ -18,8 +18,9 @@ Every row names the settings in which its model differs from the
 estimator's defaults (column "non-default settings"), and the lines under the
 table say why they were chosen.
 
-The first run compiles the package's numba kernels (cached on disk
-afterwards); that happens in a warm-up fit outside the timed fits.
+A first run compiles the package's numba kernels (cached on disk
+afterwards; later runs load them); that happens in a warm-up fit outside the
+timed fits, and the output says which of the two it was.
 
 Run from the root of a source checkout, ``python -m sklearn_ggn`` imports the
 ``sklearn_ggn`` folder there (Python puts the current directory first on
@@ -52,7 +53,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 import sklearn_ggn
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, __version__
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, __version__, _config
 from sklearn_ggn.datasets import make_teacher_student
 
 # The fixed split of the two real data sets (the teacher-student problem comes
@@ -274,16 +275,20 @@ def main(argv=None):
     print(f"sklearn_ggn {__version__} (imported from {_origin()}): "
           "GGN-SCORE vs scikit-learn MLP"
           f"{' (--quick: iterations capped, smoke test only)' if args.quick else ''}")
-    print("Note: the first run compiles the numba kernels (up to ~40 s; cached "
-          "on disk afterwards).")
+    cached = _config.kernels_cached()
+    _config._first_compile_noted = True  # (said here instead)
+    if not cached:
+        print("Compiling the numba kernels (no on-disk cache yet: about "
+              "15-40 s, once).", flush=True)
     limits = None
     if args.blas_threads > 0:
         limits = threadpool_limits(limits=args.blas_threads, user_api="blas")
     try:
         start = time.perf_counter()
         _warm_up()
-        print(f"Kernels compiled/loaded in {time.perf_counter() - start:.1f} s "
-              "(not included in the fit times).")
+        print(f"Kernels {'loaded from the on-disk cache' if cached else 'compiled'} "
+              f"in {time.perf_counter() - start:.1f} s (not included in the fit "
+              "times).")
         print(f"random_state={args.seed} for all models; BLAS threads: "
               f"{args.blas_threads or 'library default'}.")
         print()

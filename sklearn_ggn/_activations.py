@@ -13,7 +13,8 @@ from ._config import NUMBA_OPTIONS
 
 # Integer codes: numba kernels branch on a code instead of receiving callables,
 # which keeps one compiled signature per dtype.
-ACTIVATIONS = {"silu": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "softplus": 4}
+ACTIVATIONS = {"silu": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "softplus": 4,
+               "identity": 5}
 
 
 @njit(**NUMBA_OPTIONS)
@@ -60,7 +61,7 @@ def _activate_kernel(pre, code, out, out_deriv, with_deriv):
             out[r] = s
             if with_deriv:
                 out_deriv[r] = s * s_neg
-    else:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
+    elif code == 4:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
         for r in range(size):
             a = pre[r]
             e = math.exp(-abs(a))
@@ -68,6 +69,11 @@ def _activate_kernel(pre, code, out, out_deriv, with_deriv):
             if with_deriv:
                 big = 1.0 / (1.0 + e)
                 out_deriv[r] = big if a >= 0 else e * big
+    else:  # identity; ρ' = 1
+        for r in range(size):
+            out[r] = pre[r]
+            if with_deriv:
+                out_deriv[r] = 1.0
 
 
 def activate(pre, activation, with_deriv=True):
@@ -77,7 +83,7 @@ def activate(pre, activation, with_deriv=True):
     ----------
     pre : ndarray of shape (n_samples, n_hidden)
         Pre-activations, C-contiguous float32 or float64.
-    activation : {"silu", "relu", "tanh", "sigmoid", "softplus"}
+    activation : {"silu", "relu", "tanh", "sigmoid", "softplus", "identity"}
         Name of the activation.
     with_deriv : bool, default=True
         Whether to compute the derivative as well.

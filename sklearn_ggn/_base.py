@@ -12,9 +12,10 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
+from . import _config
 from ._activations import ACTIVATIONS
 from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
@@ -97,9 +98,29 @@ _AUTO_TAU_MIN = 1e-4
 # A fresh fit whose final training risk is above this fraction of the risk of
 # a constant prediction has not learned: it warns (never silently).
 _LEARNED_FRACTION = 0.9
+# ... at max_iter, when the fit ran at least this many iterations and its
+# risk improved by less than this fraction (a stalled fit, e.g. a constant
+# prediction); and it is an over-strong tau's doing when the penalty at the
+# initial weights outweighs the constant's risk this many times and either
+# shrank the weights below this fraction of their initial norm or kept every
+# step size α below this (α = ᾱ / (1 + M_g η) with a huge ∇g).
+_MIN_JUDGED = 10
+_STALLED = 0.01
+_PENALTY_DOMINATES = 100.0
+_COLLAPSED_NORM = 0.1
+_TINY_STEP = 1e-2
 # Inputs this large break curvature-based steps (a standardized rare pixel of
 # MNIST reaches 2 733): warn at fit time.
 _EXTREME_INPUT = 100.0
+# Features off unit scale: a root-mean-square above this (raw iris: 5.9, raw
+# digits: up to 12; standardized features: 1, min-max scaled ones: <= 1), or
+# standard deviations spread over more than this ratio (dense X).
+_UNSCALED_RMS = 5.0
+_UNSCALED_SPREAD = 1e3
+# A width is absurd for the data when it has this many parameters per
+# training sample and the fit is estimated at this many flops (hours).
+_ABSURD_PARAMS_PER_SAMPLE = 1000
+_ABSURD_FIT_FLOPS = 1e13
 # Attributes the callback machinery of scikit-learn keeps during a fit; a
 # failed fit restores everything else.
 _CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
@@ -111,6 +132,28 @@ class _Number(Interval):
 
     def is_satisfied_by(self, val):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
+def _unscaled_features(X):
+    """A sentence naming how X's features are off unit scale, or None."""
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0), dtype=float).ravel()
+        mean_sq = np.asarray(X.multiply(X).mean(axis=0), dtype=float).ravel()
+    else:
+        mean = X.mean(axis=0, dtype=np.float64)
+        mean_sq = np.einsum("ij,ij->j", X, X, dtype=np.float64) / X.shape[0]
+    rms = np.sqrt(mean_sq)
+    std = np.sqrt(np.maximum(mean_sq - mean**2, 0.0))
+    j = int(np.argmax(rms))
+    if rms[j] > _UNSCALED_RMS:
+        return (f"feature {j} has root-mean-square {rms[j]:.3g} (mean "
+                f"{mean[j]:.3g}, standard deviation {std[j]:.3g})")
+    varying = std[std > 1e-12 * max(float(std.max()), 1e-300)]
+    if not sp.issparse(X) and varying.size >= 2 and (
+            varying.max() > _UNSCALED_SPREAD * varying.min()):
+        return (f"the features' standard deviations range from "
+                f"{varying.min():.3g} to {varying.max():.3g}")
+    return None
 
 
 def _kappa(scaling, n_hidden):
@@ -146,7 +189,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                        None],
         "max_iter": [_Number(Integral, 1, None, closed="left")],
         "tol": [_Number(Real, 0, None, closed="left")],
-        "n_iter_no_change": [_Number(Integral, 1, None, closed="left")],
+        "n_iter_no_change": [_Number(Integral, 1, None, closed="left"),
+                             Options(Real, {np.inf})],
         "early_stopping": ["boolean"],
         "validation_fraction": [_Number(Real, 0, 1, closed="neither")],
         "shuffle": ["boolean"],
@@ -355,7 +399,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                          stopping)
         # partial_fit streams chunks: that is mini-batch training for "auto".
         full_batch = batching.full_batch(problem.n_samples) and not incremental
-        return GGNScoreSolver(
+        solver = GGNScoreSolver(
             resolve_damping(self.damping, problem.tau, full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0],
                             structured=self._structured_step()),
@@ -364,6 +408,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self.linear_solver, batching, max_iter, stopping,
             epochs_are_passes=not incremental,
             curvature=self._step_options()[0], hessian=self._step_options()[1])
+        if self.n_iter_no_change == np.inf:
+            # never stop for want of progress: not at a zero line-search
+            # step, nor after the adaptive damping's stalled epochs
+            solver.stop_when_stalled = False
+        return solver
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
@@ -371,6 +420,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """Fit as one transaction: on any exception (a validation error,
         MemoryError, KeyboardInterrupt, a numerical error) the estimator is
         left exactly as it was before the call."""
+        _config.note_first_compile()
         snapshot = self.__dict__.copy()
         try:
             return self._fit_transaction(X, y, sample_weight, incremental, classes,
@@ -431,7 +481,17 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             stratify = Y.argmax(axis=1) if is_classifier(self) else None
             if stratify is not None and Y.shape[1] == 1:
                 stratify = Y[:, 0]
-            self._check_validation_split(X.shape[0], stratify)
+            if getattr(self, "_multilabel", False):
+                stratify = None  # (as MLPClassifier: no stratified split)
+            too_small = self._check_validation_split(X.shape[0], stratify)
+            if too_small is not None:
+                # as MLPClassifier's own too-small check names it, but the fit
+                # goes on without early stopping (it can still learn)
+                warnings.warn(f"The validation set is too small: {too_small} "
+                              "Training on all samples without early stopping.",
+                              UserWarning)
+                early_stopping = False
+        if early_stopping and validation is None:
             idx_train, idx_val = train_test_split(
                 np.arange(X.shape[0]), test_size=self.validation_fraction,
                 random_state=rng, stratify=stratify,
@@ -451,6 +511,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a huge step): standardize with StandardScaler, and for heavy "
                 "tails use RobustScaler or QuantileTransformer, or clip the "
                 "features.", UserWarning)
+        unscaled = _unscaled_features(X)
+        if unscaled is not None and x_max < _EXTREME_INPUT:
+            warnings.warn(
+                f"The features of X are not standardized: {unscaled}. The "
+                "initial weights and the curvature of the steps assume inputs "
+                "of unit scale: standardize them, e.g. with StandardScaler in "
+                "a Pipeline.", UserWarning)
         # the cost rule of batch_size="auto" models the compiled epoch
         # (float64, dense X; see engine/_compiled.py)
         compiled = X.dtype == np.float64 and not sp.issparse(X)
@@ -470,11 +537,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                                  theta0, tau, rng, fresh_start)
         fitted["tau_"] = tau
         fitted["tau_path_"] = tau_path
+        if not incremental or first_call:
+            self._check_width(network, X.shape[0], batch_size)
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X, Y, sample_weight,
                           regularized=self.solver != "gd")
+        penalty0 = float(problem.regularization(theta0)) if problem.regularized \
+            else 0.0
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
-        records = _Records(self, reuse)
+        records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
                            records, theta0, solver.max_iter, (X, y, sample_weight))
         state = (copy.deepcopy(self._solver_state)
@@ -483,21 +554,64 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                               time_offset=records.elapsed)
         theta = monitor.best_theta if early_stopping else result.theta
         monitor.close(result, theta)
+        self._check_finite(problem, result, theta)
         fitted.update({name + "_": value
                        for name, value in self._weights(network, theta).items()})
-        fitted.update(records.attributes(result))
+        fitted.update(records.attributes(result, early_stopping))
         fitted.update(_rng=rng, _solver_state=result.state,
-                      linear_solver_=result.linear_solver)
+                      linear_solver_=result.linear_solver,
+                      batch_size_=solver.batching.batch_size)
         for name, value in fitted.items():
             setattr(self, name, value)
         self._report(result, incremental)
-        # (reaching max_iter and diverging already warn with their advice)
-        if not records.continued and result.status not in ("diverged", "max_iter"):
-            self._check_learned(problem, result, x_max)
+        # (diverging already warns with its advice; reaching max_iter says
+        # nothing of the cause of a constant prediction, e.g. a huge tau)
+        if not records.continued and result.status != "diverged":
+            self._check_learned(problem, result, unscaled, x_max, penalty0,
+                                theta0, theta)
         return self
 
-    def _check_learned(self, problem, result, x_max):
-        """Warn when a fit ends no better than a constant prediction."""
+    def _check_width(self, network, n_samples, batch_size):
+        """Warn before fitting when n_hidden is absurd for the data: far more
+        parameters than samples and an estimated cost of hours."""
+        p = network.n_params
+        costs = network.step_costs(batch_size)
+        flops, nbytes = min(costs.values())
+        steps = -(-n_samples // batch_size) * self.max_iter
+        if (p > _ABSURD_PARAMS_PER_SAMPLE * n_samples
+                and flops * steps > _ABSURD_FIT_FLOPS):
+            warnings.warn(
+                f"n_hidden={self.n_hidden} gives {p:,} parameters for "
+                f"{n_samples} training samples ({p / n_samples:,.0f} per "
+                f"sample); one step is estimated at {flops:.2g} flops and "
+                f"{nbytes / 2**30:.2g} GiB, the fit (max_iter={self.max_iter}) "
+                f"at {flops * steps:.2g} flops, hours of computing. Widths of "
+                "100 to a few thousand units suit data of this size: lower "
+                "n_hidden.", UserWarning)
+
+    @staticmethod
+    def _check_finite(problem, result, theta):
+        """MLPClassifier's error when the data leave no finite parameters:
+        non-finite weights, or (after a divergence) weights whose training
+        risk is not finite, i.e. a model that would predict NaN or inf."""
+        finite = np.all(np.isfinite(theta))
+        if finite and result.status == "diverged":
+            with np.errstate(all="ignore"):
+                evaluation = problem.evaluate(theta, problem.batch(),
+                                              with_deriv=False)
+            finite = np.isfinite(evaluation.objective)
+        if not finite:
+            raise ValueError(
+                "Solver produced non-finite parameter weights. The input data may"
+                " contain large values and need to be preprocessed.")
+
+    def _check_learned(self, problem, result, unscaled, x_max, penalty0,
+                       theta0, theta):
+        """Warn when a fit ends no better than a constant prediction, with
+        its most likely cause: an over-strong tau, unscaled features, or the
+        step (damping, step_size; gd's learning_rate). At max_iter (whose
+        warning already says to run longer) only a fit of at least
+        ``_MIN_JUDGED`` iterations whose risk stalled warns."""
         risks = self.history_["risk"][-result.state.n_iter:]
         if not risks:
             return
@@ -505,10 +619,30 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
         if not baseline > 0 or not risks[-1] > _LEARNED_FRACTION * baseline:
             return  # (a constant already predicts the weighted data exactly)
-        if x_max > 10:
-            advice = (f"The features are not standardized (their values reach "
-                      f"{x_max:.3g}): scale them, e.g. with StandardScaler in a "
-                      f"Pipeline.")
+        if result.status == "max_iter" and (
+                len(risks) < _MIN_JUDGED or risks[-1] < (1.0 - _STALLED) * risks[0]):
+            return  # too short to judge, or still improving: the max_iter
+            # warning says to go on
+        steps = self.history_["step_size"][-len(risks):]
+        shrink = np.linalg.norm(theta) / max(np.linalg.norm(theta0),
+                                             np.finfo(float).tiny)
+        if problem.regularized and problem.tau > 0 \
+                and penalty0 > _PENALTY_DOMINATES * baseline \
+                and (shrink < _COLLAPSED_NORM or max(steps) < _TINY_STEP):
+            advice = (f"tau={problem.tau:.3g} is too strong: the penalty "
+                      f"τ Σ ḡ(θ) at the initial weights, {penalty0:.3g}, is "
+                      f"{penalty0 / baseline:.3g} times the risk of a constant "
+                      f"prediction, so the penalty, not the data, drives the "
+                      f"fit (step sizes α ≤ {max(steps):.2g}, weights at "
+                      f"{shrink:.2g} of their initial norm). Use a smaller tau "
+                      f"(tau='auto', or search np.logspace(-5, -1, 5)).")
+        elif unscaled is not None or x_max > 10:
+            reason = unscaled or f"their values reach {x_max:.3g}"
+            advice = (f"The features are not standardized ({reason}): scale "
+                      f"them, e.g. with StandardScaler in a Pipeline.")
+        elif self.solver == "gd":
+            advice = (f"Try another learning_rate than {self.learning_rate} or a "
+                      "larger max_iter.")
         else:
             advice = ("Try a larger damping, a smaller step_size or a larger "
                       "max_iter.")
@@ -519,21 +653,24 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             ConvergenceWarning)
 
     def _check_validation_split(self, n_samples, labels):
-        """A clear error when the early-stopping split cannot work: at least
-        two validation rows (R² and accuracy of one row are meaningless or
-        NaN), and for classifiers one row of every class on each side of the
-        stratified split."""
+        """Why the early-stopping split cannot work, or None when it can: at
+        least two validation rows (R² and accuracy of one row are
+        meaningless or NaN), and for classifiers one row of every class on
+        each side of the stratified split."""
         fraction = self.validation_fraction
         n_val = int(np.ceil(fraction * n_samples))
         n_train = n_samples - n_val
         need_val, need_train, why = 2, 2, "two validation samples"
         if labels is not None:
-            counts = np.unique(labels, return_counts=True)[1]
+            codes, counts = np.unique(labels, return_counts=True)
             if counts.min() < 2:
+                # an error, as MLPClassifier's (train_test_split's) words
+                few = self.classes_[codes[counts < 2].astype(int)].tolist()
                 raise ValueError(
-                    f"early_stopping=True splits the training data stratified by "
-                    f"class, but a class has only {counts.min()} sample; add "
-                    f"samples or set early_stopping=False.")
+                    "The least populated classes in y have only 1 member, which "
+                    "is too few for the stratified split of early_stopping=True. "
+                    f"Classes with too few members are: {few}. Add samples of "
+                    "them or set early_stopping=False.")
             need_val = need_train = max(2, len(counts))
             why = f"one validation sample of each of the {len(counts)} classes"
         if n_val < need_val or n_train < need_train:
@@ -541,21 +678,27 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             high = 1 - need_train / n_samples
             hint = (f"set validation_fraction to at least {low:.3g}" if low <= high
                     else "use more training samples")
-            raise ValueError(
-                f"early_stopping=True holds out validation_fraction={fraction} of "
-                f"the {n_samples} training samples ({n_val} samples, leaving "
-                f"{n_train}), but needs at least {need_val} for {why} and "
-                f"{need_train} to train on; {hint}, pass X_val and y_val, or set "
-                f"early_stopping=False.")
+            return (f"early_stopping=True holds out validation_fraction={fraction} "
+                    f"of the {n_samples} training samples ({n_val} samples, "
+                    f"leaving {n_train}), but needs at least {need_val} for {why} "
+                    f"and {need_train} to train on; {hint}, pass X_val and y_val, "
+                    f"or set early_stopping=False.")
+        return None
 
     def _report(self, result, incremental):
         """Warn about a fit that did not end by converging."""
         if result.status == "diverged":
-            advice = ["a larger damping", "a smaller step_size"]
-            if not self.line_search:
-                advice.append("line_search=True")
+            if self.solver == "gd":
+                # plain gradient descent has neither damping nor step_size
+                advice = [f"a smaller learning_rate than {self.learning_rate}",
+                          "standardized features (StandardScaler)"]
+            else:
+                advice = ["a larger damping", "a smaller step_size"]
+                if not self.line_search:
+                    advice.append("line_search=True")
             warnings.warn(
-                f"GGN-SCORE diverged after {self.n_iter_} iterations "
+                f"{'Gradient descent' if self.solver == 'gd' else 'GGN-SCORE'} "
+                f"diverged after {self.n_iter_} iterations "
                 f"({result.reason}); kept the last parameters from before it. Try "
                 f"{', '.join(advice[:-1])} or {advice[-1]}.",
                 ConvergenceWarning,
@@ -571,7 +714,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 class _Records:
     """The per-iteration records of a fit, continued across warm starts."""
 
-    def __init__(self, estimator, reuse):
+    def __init__(self, estimator, reuse, early_stopping):
         self.continued = reuse and hasattr(estimator, "loss_curve_")
         if self.continued:
             self.history = {k: list(v) for k, v in estimator.history_.items()}
@@ -582,24 +725,36 @@ class _Records:
             self.history = {"objective": [], "risk": [], "step_size": [], "time": []}
             self.validation_scores = None
             self.best_validation_score = None
-        if estimator.early_stopping and self.validation_scores is None:
+        if early_stopping and self.validation_scores is None:
             self.validation_scores = []
+        if early_stopping and self.best_validation_score is None:
+            # (also after a fit that diverged before its first score)
             self.best_validation_score = -np.inf
         times = self.history["time"]
         self.elapsed = times[-1] if times else 0.0
+        # iterations of the earlier calls of a warm-started sequence
+        self.earlier_iterations = len(self.history["objective"])
 
     def append(self, record):
         for key, value in record.items():
             self.history.setdefault(key, []).append(value)
 
-    def attributes(self, result):
+    def attributes(self, result, early_stopping):
         state = result.state
         objectives = self.history["objective"]
+        best_validation_score = self.best_validation_score
+        if self.validation_scores is not None and not self.validation_scores:
+            # stopped (diverged) before the first validation score
+            best_validation_score = None
         return {"history_": self.history, "loss_curve_": list(objectives),
-                "n_iter_": state.n_iter, "t_": state.n_steps,
-                "best_loss_": state.best_objective,
+                # as MLPClassifier: the iterations of this call; the running
+                # total of a warm-started sequence is len(loss_curve_)
+                "n_iter_": len(objectives) - self.earlier_iterations,
+                "t_": state.n_steps,
+                # as MLPClassifier: None when early stopping decided
+                "best_loss_": None if early_stopping else state.best_objective,
                 "validation_scores_": self.validation_scores,
-                "best_validation_score_": self.best_validation_score}
+                "best_validation_score_": best_validation_score}
 
 
 class _Monitor:
@@ -614,7 +769,7 @@ class _Monitor:
         self.early_stopping = early_stopping
         self.records = records
         self.best_theta = theta0
-        self.n_iter = estimator.n_iter_ if records.continued else 0
+        self.n_iter = records.earlier_iterations
         self.no_improvement = 0
         self.validation = None
         if validation is not None:

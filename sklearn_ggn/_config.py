@@ -1,18 +1,31 @@
 """One place for numba settings (kernels read no module globals).
 
+The compiled kernels are cached on disk in a per-user directory, never
+inside the installed package: ``$XDG_CACHE_HOME/sklearn_ggn/numba/<version>``
+(``~/.cache/sklearn_ggn/...`` when ``XDG_CACHE_HOME`` is unset; the
+platform's user cache directory on macOS and Windows), one subdirectory per
+installed copy of the package. ``NUMBA_CACHE_DIR`` overrides it as it does
+for every numba cache; when neither is writable, numba's own user-wide cache
+directory is used.
+
 ``SKLEARN_GGN_NUMBA_CACHE=0`` in the environment turns the on-disk cache of
 compiled kernels off (useful to measure cold compile times).
 
-When the cache is on but numba has nowhere to write it (a read-only install:
-no writable ``__pycache__`` beside the modules, no writable user cache
-directory and no ``NUMBA_CACHE_DIR``), numba would refuse to compile the
-kernels at import ("cannot cache function ...: no locator available"). The
-kernels are then compiled in memory on every import instead, with one
-warning that names the two ways out.
+When the cache is on but none of these directories is writable, numba would
+fall back to the ``__pycache__`` beside the modules, inside the package, or
+refuse to compile the kernels at import ("cannot cache function ...: no
+locator available"). The kernels are then compiled in memory on every
+import instead, with one warning that names the two ways out.
 """
 
+import logging
 import os
+import sys
 import warnings
+
+from . import __version__
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _CACHE_VARIABLE = "SKLEARN_GGN_NUMBA_CACHE"
 
@@ -22,27 +35,109 @@ class NumbaCacheWarning(UserWarning):
     memory (on every import)."""
 
 
+def user_cache_dir():
+    """The per-user directory of this version's compiled kernels.
+
+    Returns
+    -------
+    path : str
+        ``<user cache directory>/sklearn_ggn/numba/<version>``; the kernels
+        of one installed copy are in a subdirectory named after its folder.
+    """
+    try:
+        from numba.misc.appdirs import AppDirs
+        base = AppDirs(appname="sklearn_ggn", appauthor=False).user_cache_dir
+    except ImportError:  # pragma: no cover - numba moved its internals
+        base = os.path.join(os.environ.get("XDG_CACHE_HOME")
+                            or os.path.expanduser("~/.cache"), "sklearn_ggn")
+    return os.path.join(base, "numba", __version__)
+
+
+def _in_package(path):
+    path = os.path.abspath(path)
+    return path == _PACKAGE_DIR or path.startswith(_PACKAGE_DIR + os.sep)
+
+
+def _install_locator():
+    """Put a locator for this package's kernels in numba's list, after
+    ``NUMBA_CACHE_DIR``'s and before the ``__pycache__`` one. It answers for
+    the files of this package only; other packages' kernels are unaffected."""
+    try:
+        from numba.core import caching
+        from numba.core.caching import UserWideCacheLocator, _CacheLocator
+        from numba.core.caching import _SourceFileBackedLocatorMixin
+    except ImportError:  # pragma: no cover - numba moved its internals
+        return None
+
+    class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+        """sklearn_ggn's kernels, cached in :func:`user_cache_dir`."""
+
+        package_dir = _PACKAGE_DIR
+
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = os.path.join(
+                user_cache_dir(), self.get_suitable_cache_subpath(py_file))
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _in_package(py_file):
+                return None
+            self = super().from_function(py_func, py_file)
+            if self is None:  # not writable: numba's user-wide directory
+                self = UserWideCacheLocator.from_function(py_func, py_file)
+            return self
+
+    classes = caching.CacheImpl._locator_classes
+    classes[:] = [c for c in classes
+                  if getattr(c, "package_dir", None) != _PACKAGE_DIR]
+    after = [i for i, c in enumerate(classes)
+             if c is caching.UserProvidedCacheLocator]
+    classes.insert(after[0] + 1 if after else 0, PackageCacheLocator)
+    return PackageCacheLocator
+
+
 def _cache_probe():
     """Stands in for a kernel of this package when asking numba for a cache
     locator (same directory, so the same locators apply)."""
 
 
-def numba_can_cache():
-    """Whether numba finds a writable cache location for this package's kernels.
-
-    Asks numba's own locators (``NUMBA_CACHE_DIR``, the ``__pycache__``
-    beside the module, the user-wide cache directory, ...) exactly as
-    ``cache=True`` does, without compiling anything.
-    """
+def cache_locator():
+    """numba's cache locator for this package's kernels, or None when there
+    is no writable place outside the package."""
     try:
         from numba.core.caching import FunctionCache
     except ImportError:  # numba moved its internals: keep numba's behaviour
-        return True
+        return None
     try:
-        FunctionCache(_cache_probe)
+        locator = FunctionCache(_cache_probe)._impl.locator
     except RuntimeError:
-        return False
-    return True
+        return None
+    if _in_package(locator.get_cache_path()):
+        return None  # (only the __pycache__ beside the modules was left)
+    return locator
+
+
+def numba_can_cache():
+    """Whether numba finds a writable cache location for this package's
+    kernels outside the package.
+
+    Asks numba's locators (``NUMBA_CACHE_DIR``, :func:`user_cache_dir`,
+    numba's user-wide cache directory, ...) exactly as ``cache=True`` does,
+    without compiling anything.
+    """
+    try:
+        import numba.core.caching  # noqa: F401
+    except ImportError:  # numba moved its internals: keep numba's behaviour
+        return True
+    return cache_locator() is not None
+
+
+_install_locator()
 
 
 def _numba_cache_enabled():
@@ -52,9 +147,10 @@ def _numba_cache_enabled():
         return True
     here = os.path.dirname(os.path.abspath(__file__))
     warnings.warn(
-        f"numba cannot cache sklearn_ggn's compiled kernels: neither {here} "
-        "nor numba's user cache directory is writable and NUMBA_CACHE_DIR is "
-        "not set. The kernels are compiled in memory instead, which adds some "
+        f"numba cannot cache sklearn_ggn's compiled kernels: neither "
+        f"{user_cache_dir()} nor numba's user cache directory is writable and "
+        f"NUMBA_CACHE_DIR is not set (the package folder {here} is never "
+        "used). The kernels are compiled in memory instead, which adds some "
         "seconds to every import. Set NUMBA_CACHE_DIR to a writable directory "
         f"to cache them, or {_CACHE_VARIABLE}=0 to compile in memory without "
         "this warning.",
@@ -65,6 +161,53 @@ def _numba_cache_enabled():
 
 
 NUMBA_CACHE = _numba_cache_enabled()
+
+
+def kernels_cached():
+    """Whether the on-disk cache holds this package's compiled kernels.
+
+    Returns
+    -------
+    cached : bool
+        False when the cache is off or empty: the next first call of a
+        kernel compiles it.
+    """
+    locator = cache_locator() if NUMBA_CACHE else None
+    if locator is None:
+        return False
+    try:
+        return any(name.endswith(".nbi")
+                   for name in os.listdir(locator.get_cache_path()))
+    except OSError:
+        return False
+
+
+# The first fit of a process says once that it compiles, when it does: a
+# first compile takes 15-40 s and would otherwise look like a hang. Not a
+# warning (a cold cache is no problem, and ``-W error`` or pytest's
+# filterwarnings=error must not fail on it): a record of the "sklearn_ggn"
+# logger at INFO level when the application configured logging, otherwise
+# one line on stderr.
+_first_compile_noted = False
+COMPILE_NOTE = ("sklearn_ggn: compiling the numba kernels on this first use "
+                "(about 15-40 s, once; cached on disk afterwards).")
+
+
+def note_first_compile():
+    """Say once per process that the kernels compile, when their on-disk
+    cache is empty (nothing when they are loaded, or compiled in memory by
+    choice or with a :class:`NumbaCacheWarning`)."""
+    global _first_compile_noted
+    if _first_compile_noted:
+        return
+    _first_compile_noted = True
+    if not NUMBA_CACHE or kernels_cached():
+        return
+    logger = logging.getLogger("sklearn_ggn")
+    if logger.hasHandlers():
+        logger.info(COMPILE_NOTE)
+    else:
+        print(COMPILE_NOTE, file=sys.stderr, flush=True)
 
 # fastmath would allow re-association, which breaks the bit-for-bit
 # reproducibility of fits and the primal == dual identities at 1e-8.

@@ -1,16 +1,18 @@
 """The public estimators: thin subclasses of :class:`BaseGGNScore`."""
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.multiclass import (check_classification_targets, type_of_target,
+                                      unique_labels)
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import BaseGGNScore
-from ._losses import LogLoss, PoissonLoss, SquaredError
+from ._losses import LogLoss, MultilabelLogLoss, PoissonLoss, SquaredError
 
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
@@ -20,9 +22,11 @@ _SHARED_PARAMETERS = """
     n_hidden : int, default=100
         Number of hidden units n.
 
-    activation : {"silu", "relu", "tanh", "sigmoid", "softplus"}, default="silu"
+    activation : {"silu", "relu", "tanh", "sigmoid", "softplus", "identity"}, \
+            default="silu"
         Hidden activation ρ. ``"silu"`` is the paper's choice for its synthetic
-        experiments, ``"relu"`` for MNIST.
+        experiments, ``"relu"`` for MNIST. ``"identity"`` (ρ(a) = a) makes
+        the network linear in X, as ``MLPRegressor(activation="identity")``.
 
     scaling : {"ntk", "mean_field"} or float, default="ntk"
         Output scaling κ(n): ``1/sqrt(n)`` (``"ntk"``, the paper's), ``1/n``
@@ -76,14 +80,19 @@ _SHARED_PARAMETERS = """
         Curvature of the regularizer in the Gauss-Newton matrix,
         ``H = λ_H ḡ''(θ)``:
 
-        - ``"adaptive"``: on mini-batches (and ``partial_fit``) ``H = λ μ ḡ''``
-          with λ adapted on data the step did not see: a step that makes the
-          next batch's objective more than 1.5× worse is undone and λ
-          tripled, each accepted step lets λ decay by 0.5 %, and an epoch
-          that improves the objective by less than 1 % raises λ's floor
-          threefold (two such epochs in a row end the fit). λ starts at
-          0.1 and its state carries across epochs, warm starts and
-          ``partial_fit`` calls. In full batch it is ``"tau"``.
+        - ``"adaptive"``: on mini-batches (and ``partial_fit``)
+          ``H = λ u ḡ''`` with ``u = 1/ḡ''(0)`` (μ for the ℓ1 smoothers, 1
+          for ``"l2"``) and λ adapted on data the step did not see: a step
+          that makes the next batch's objective more than 1.5× worse is
+          undone and λ tripled, each accepted step lets λ decay by 0.5 %
+          (down to its floor), and an epoch that improves the epoch
+          objective by less than 1 % (or by less than 0.3 % of the first
+          epoch's objective) raises λ's floor 1.5-fold; five such stalled
+          epochs in a row (the floor raised 7.6-fold) end the fit. λ starts
+          at 0.1 and its state carries across epochs, warm starts and
+          ``partial_fit`` calls (``partial_fit`` applies no per-epoch
+          rule: a chunk is not a pass over the data). In full batch it is
+          ``"tau"`` (with ``tau=0``, λ's initial value).
         - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
         - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
           code).
@@ -132,16 +141,18 @@ _SHARED_PARAMETERS = """
         Minimum improvement of the objective (or of the validation score with
         ``early_stopping``) that resets the ``n_iter_no_change`` counter.
 
-    n_iter_no_change : int, default=10
+    n_iter_no_change : int or np.inf, default=10
         Stop after this many consecutive iterations/epochs without an
-        improvement of ``tol``.
+        improvement of ``tol`` (``np.inf``: never, run ``max_iter``).
 
     early_stopping : bool, default=False
         Stop when the validation score stops improving and keep the
         parameters of the best validation score. The validation data are
         ``X_val, y_val`` when given to ``fit``, otherwise a held-out
         ``validation_fraction`` of the training data (stratified for
-        classifiers). Ignored by ``partial_fit``.
+        classifiers). When the split cannot work (too few rows, or a class
+        with one row) the fit warns and trains on all rows without early
+        stopping. Ignored by ``partial_fit``.
 
     validation_fraction : float, default=0.1
         Fraction held out for early stopping.
@@ -205,7 +216,9 @@ _SHARED_ATTRIBUTES = """
         Number of network outputs K.
 
     n_iter_ : int
-        Iterations (full batch) or epochs (mini-batch) run.
+        Iterations (full batch) or epochs (mini-batch) run by the last call
+        of ``fit`` or ``partial_fit`` (as ``MLPClassifier``); the whole
+        warm-started or ``partial_fit`` sequence ran ``len(loss_curve_)``.
 
     t_ : int
         Number of steps taken.
@@ -227,15 +240,17 @@ _SHARED_ATTRIBUTES = """
         started from (``"hidden_weights"``, ``"output_weights"`` and the
         intercepts); kept across warm-started fits.
 
-    best_loss_ : float
-        Smallest value in ``loss_curve_``.
+    best_loss_ : float or None
+        Smallest value in ``loss_curve_``; None with ``early_stopping``,
+        where the validation score decides (``best_validation_score_``).
 
     validation_scores_ : list of float or None
         Validation score per iteration/epoch with ``early_stopping`` (on
         ``X_val`` when given, else on the held-out split).
 
     best_validation_score_ : float or None
-        Best validation score with ``early_stopping``.
+        Best validation score with ``early_stopping`` (None when the fit
+        diverged before the first score).
 
     tau_ : float
         The regularization strength used (``tau``, or its ``"auto"`` value).
@@ -252,6 +267,10 @@ _SHARED_ATTRIBUTES = """
         The form (``"dual"`` or ``"primal"``) every step of the last fit
         used (what ``linear_solver="auto"`` resolved to); None with
         ``solver="gd"``, which solves no linear system.
+
+    batch_size_ : int
+        Rows per step of the last call (what ``batch_size`` resolved to; the
+        number of training rows for a full batch).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -402,7 +421,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
                              accept_sparse=_ACCEPT_SPARSE, multi_output=True,
-                             y_numeric=True, ensure_min_samples=2, order="C")
+                             y_numeric=True, ensure_min_samples=1, order="C")
         Y = np.asarray(y, dtype=X.dtype)
         if Y.ndim == 1:
             Y = Y.reshape(-1, 1)
@@ -552,8 +571,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     __doc__ = _with_docs("""Two-layer network classifier trained by GGN-SCORE.
 
     With ``loss="log_loss"`` the network outputs logits (softmax for K ≥ 3
-    classes, one sigmoid logit for two); with ``loss="squared_error"`` it is
-    fitted to one-hot targets as in the paper's MNIST experiments.
+    classes, one sigmoid logit for two, and one independent sigmoid per label
+    for multilabel targets, an indicator matrix ``y``); with
+    ``loss="squared_error"`` it is fitted to one-hot (or indicator) targets
+    as in the paper's MNIST experiments.
 %(objective)s
     Parameters
     ----------
@@ -563,7 +584,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        Class labels (for multilabel targets, the column indices
+        ``0, ..., n_labels - 1``).
 %(attributes)s
     See Also
     --------
@@ -610,34 +632,79 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             hessian=hessian,
         )
 
+    # whether the last fit's y was a multilabel indicator matrix
+    _multilabel = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
+        tags.classifier_tags.multi_label = True
         return tags
 
     def _loss_object(self):
-        return LogLoss() if self.loss == "log_loss" else SquaredError()
+        if self.loss != "log_loss":
+            return SquaredError()
+        return MultilabelLogLoss() if self._multilabel else LogLoss()
 
     def _single_logit(self):
-        return self.loss == "log_loss" and len(self.classes_) == 2
+        return (self.loss == "log_loss" and len(self.classes_) == 2
+                and not self._multilabel)
 
     def _validate_input(self, X, y, reset, classes=None):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             accept_sparse=_ACCEPT_SPARSE, ensure_min_samples=2,
-                             order="C")
+                             accept_sparse=_ACCEPT_SPARSE, ensure_min_samples=1,
+                             order="C", multi_output=True)
+        if sp.issparse(y):
+            y = y.toarray()
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         check_classification_targets(y)
+        multilabel = type_of_target(y) == "multilabel-indicator"
         if reset:
-            labels = unique_labels(y) if classes is None else unique_labels(classes)
-            if len(labels) < 2:
+            warm = self.warm_start and hasattr(self, "classes_")
+            previous = self.classes_ if warm else None
+            if multilabel:
+                # an indicator matrix: one output (sigmoid) per label, whose
+                # labels are the columns, as MLPClassifier's classes_
+                labels = np.arange(y.shape[1])
+                if classes is not None and len(unique_labels(classes)) == y.shape[1]:
+                    labels = unique_labels(classes)
+            else:
+                labels = unique_labels(y) if classes is None else unique_labels(classes)
+                self._check_labels_known(y, labels, "classes")
+            if previous is not None and set(unique_labels(y) if not multilabel
+                                            else labels) != set(previous):
+                raise ValueError(
+                    "warm_start can only be used where `y` has the same classes as "
+                    f"in the previous call to fit. Previously got {previous}, `y` "
+                    f"has {unique_labels(y) if not multilabel else labels}")
+            if len(labels) < 2 and not multilabel:
                 raise ValueError(
                     f"{type(self).__name__} needs samples of at least 2 classes in "
                     f"the data, but the data contains only one class: {labels[0]!r}."
                 )
             self.classes_ = labels
+            self._multilabel = multilabel
             self._encoder = LabelEncoder().fit(labels)
             self.n_outputs_ = 1 if self._single_logit() else len(labels)
-        elif not np.isin(np.unique(y), self.classes_).all():
-            raise ValueError(f"y has labels not in classes_ = {self.classes_}.")
+        else:
+            if classes is not None and not np.array_equal(self.classes_,
+                                                          unique_labels(classes)):
+                raise ValueError(
+                    f"`classes={unique_labels(classes)!r}` is not the same as on "
+                    f"last call to partial_fit, was: {self.classes_!r}")
+            if multilabel != self._multilabel or (
+                    multilabel and y.shape[1] != self.n_outputs_):
+                raise ValueError(
+                    f"y is {'an indicator matrix of ' if multilabel else 'not '}"
+                    f"{'%d labels' % y.shape[1] if multilabel else 'multilabel'}, "
+                    f"but the model was fitted "
+                    + (f"to {self.n_outputs_} labels." if self._multilabel
+                       else f"to the classes {self.classes_}."))
+            if not multilabel:
+                self._check_labels_known(y, self.classes_, "classes_")
+        if multilabel:
+            return X, np.ascontiguousarray(y, dtype=X.dtype)
         codes = self._encoder.transform(y)
         if self.n_outputs_ == 1:
             Y = codes.astype(X.dtype).reshape(-1, 1)
@@ -646,7 +713,20 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             Y[np.arange(len(codes)), codes] = 1
         return X, Y
 
+    @staticmethod
+    def _check_labels_known(y, labels, name):
+        new = np.setdiff1d(unique_labels(y), labels)
+        if len(new):
+            raise ValueError(
+                f"y has labels not in {name} = {labels}: {new} (each new label "
+                "needs its own output; pass all classes to the first call of "
+                "partial_fit, or refit).")
+
     def _score_outputs(self, outputs, Y, sample_weight):
+        if self._multilabel:  # subset accuracy, as MLPClassifier.score
+            threshold = 0.0 if self.loss == "log_loss" else 0.5
+            return accuracy_score(Y > 0.5, outputs > threshold,
+                                  sample_weight=sample_weight)
         if Y.shape[1] == 1:  # one logit
             return accuracy_score(Y[:, 0] > 0.5, outputs[:, 0] > 0,
                                   sample_weight=sample_weight)
@@ -663,8 +743,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training inputs (float64 or float32; other dtypes become float64).
             Sparse matrices (CSR, CSC) are never densified.
-        y : array-like of shape (n_samples,)
-            Class labels (at least two classes).
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            Class labels (at least two classes), or a multilabel indicator
+            matrix.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; integer weights are equivalent to repeating
             rows (exactly so with full-batch training).
@@ -694,10 +775,11 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
-        y : array-like of shape (n_samples,)
-            Class labels.
+        y : array-like of shape (n_samples,) or (n_samples, n_labels)
+            Class labels, or a multilabel indicator matrix.
         classes : array-like of shape (n_classes,), default=None
             All classes; required on the first call unless ``y`` has them all.
+            On a later call it must equal ``classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights.
 
@@ -719,13 +801,14 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         Returns
         -------
         scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            For two classes a 1-D score, positive for ``classes_[1]``.
+            For two classes a 1-D score, positive for ``classes_[1]``; for
+            multilabel targets one column per label.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
         out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
-        if len(self.classes_) == 2:
+        if len(self.classes_) == 2 and not self._multilabel:
             return out[:, 0] if out.shape[1] == 1 else out[:, 1] - out[:, 0]
         return out
 
@@ -739,10 +822,14 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
         Returns
         -------
-        y_pred : ndarray of shape (n_samples,)
-            Predicted labels.
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_labels)
+            Predicted labels, or for multilabel targets the predicted
+            indicator matrix.
         """
         scores = self.decision_function(X)
+        if self._multilabel:  # the indicator matrix, as MLPClassifier
+            threshold = 0.0 if self.loss == "log_loss" else 0.5
+            return (scores > threshold).astype(int)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
         return self.classes_[np.argmax(scores, axis=1)]
@@ -770,9 +857,12 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Softmax (or sigmoid) of the logits.
+            Softmax (or sigmoid) of the logits; for multilabel targets each
+            label's probability (rows need not sum to one).
         """
         scores = self.decision_function(X)
+        if self._multilabel:  # independent sigmoids: rows need not sum to 1
+            return MultilabelLogLoss().probabilities(scores)
         if scores.ndim == 1:
             p = LogLoss().probabilities(scores.reshape(-1, 1))[:, 0]
             return np.column_stack([1 - p, p])

@@ -1,4 +1,4 @@
-"""numba kernels for the structured Gauss-Newton algebra (SPEC section 5).
+"""numba kernels for the structured Gauss-Newton algebra.
 
 Notation (one batch of b samples, K outputs, n hidden units):
 

@@ -1,4 +1,4 @@
-"""Losses expressed through the network output Φ (SPEC section 2).
+"""Losses expressed through the network output Φ.
 
 For a batch of outputs ``F`` (b × K), targets ``Y`` (b × K) and normalised
 sample weights ``s`` (Σ s = 1) each loss gives
@@ -294,5 +294,37 @@ class PoissonLoss(_FactoredLoss):
         return residual, FactorParts.diagonal(np.sqrt(lam * (s / K)[:, None]))
 
 
+class MultilabelLogLoss(_FactoredLoss):
+    """Binary cross-entropy of K independent sigmoids (multilabel targets).
+
+    Each output is the logit of one label, ``π_kc = σ(F_kc)``, and the labels
+    are independent: per sample ``ℓ = Σ_c BCE(F_c, y_c)`` (summed over the
+    labels, as scikit-learn's ``MLPClassifier`` does for indicator targets).
+    Residual ``e_kc = s_k (π_kc − y_kc)``, curvature
+    ``Q_k = s_k diag(π_k (1 − π_k))`` factored as
+    ``A_k = diag(sqrt(s_k π_k (1 − π_k)))``.
+    """
+
+    name = "multilabel_log_loss"
+
+    def risk(self, F, Y, s):
+        losses = -(Y * log_expit(F) + (1.0 - Y) * log_expit(-F))
+        return float(np.dot(s, losses.sum(axis=1)))
+
+    def constant_risk(self, Y, s):
+        """Risk of the best constant prediction (each label's weighted rate)."""
+        rate = np.clip(s @ Y, 0.0, 1.0)
+        return float(-np.sum(xlogy(rate, rate) + xlogy(1.0 - rate, 1.0 - rate)))
+
+    def probabilities(self, F):
+        return expit(F)
+
+    def residual_and_parts(self, F, Y, s):
+        prob = expit(F)
+        residual = (prob - Y) * s[:, None]
+        a = np.sqrt(s[:, None] * prob * (1.0 - prob))
+        return residual, FactorParts.diagonal(a.astype(F.dtype, copy=False))
+
+
 LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,
-          "poisson": PoissonLoss}
+          "poisson": PoissonLoss, "multilabel_log_loss": MultilabelLogLoss}

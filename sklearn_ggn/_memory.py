@@ -1,6 +1,6 @@
 """Memory of a GGN-SCORE step, checked before it is spent.
 
-A step solves its Gauss-Newton system in one of two forms (SPEC section 4):
+A step solves its Gauss-Newton system in one of two forms:
 the dual form factorizes a (bK × bK) matrix, the primal form a (p × p) one.
 Either can be far beyond the machine's memory (a full batch of 30 000 rows
 and 10 classes asks 1.3 TiB in the dual form), and NumPy may then be granted

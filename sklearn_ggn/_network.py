@@ -1,4 +1,4 @@
-"""The scaled two-layer network and its Jacobian structure (SPEC sections 1, 5).
+"""The scaled two-layer network and its Jacobian structure.
 
     a(x) = U x + b_h,      Φ(x) = κ Vᵀ ρ(a(x)) + b_o
 

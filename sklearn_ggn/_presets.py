@@ -15,7 +15,7 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4):
     The estimators' defaults use extensions that make the method robust on
     real data (adaptive damping on mini-batches, ``tau="auto"``, a merged
     short last batch, a line search); these parameters switch them off so
-    that every step is the paper's (SPEC sections 4 and 6): a fixed curvature
+    that every step is the paper's: a fixed curvature
     scale, the step size ``α = min(1, ᾱ / (1 + M_g η))`` without backtracking,
     μ = 1/κ(n) unless given, and every batch as cut (an explicit
     ``batch_size`` never merges the last one).

@@ -1,6 +1,6 @@
 """Separable regularizers ``g(θ) = τ Σ_i ḡ(θ_i)`` with their GSC constants.
 
-Each class gives ḡ, ḡ' and ḡ'' element-wise (SPEC section 3) in forms free of
+Each class gives ḡ, ḡ' and ḡ'' element-wise in forms free of
 cancellation and of 0/0 at t = 0, and the self-concordance constant ``M_g``
 of ``g`` used by the step-size rule ``α = ᾱ / (1 + M_g η)``.
 """

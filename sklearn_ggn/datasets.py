@@ -28,7 +28,7 @@ def _unit_sphere(rng, n_samples, n_features):
 
 def make_teacher_student(n_train=500, n_test=1000, n_features=5, n_teacher=5,
                          activation="silu", random_state=None):
-    """Teacher-student regression data of the paper (SPEC section 9).
+    """Teacher-student regression data of the paper.
 
     Inputs are uniform on the unit sphere ``S^{d-1}`` (normalised Gaussians).
     The targets are ``y = Φ*(x) = Σ_{i ≤ n*} v*_i ρ(u*_i · x)`` with unit-norm

@@ -2,7 +2,7 @@
 
 * :func:`n_zeros` — the paper's "number of zeros", ``p − cardcal(θ, 0.999)``
   where :func:`cardcal` is the smallest number of entries of θ that hold
-  99.9 % of ‖θ‖₁ (SPEC section 8).
+  99.9 % of ‖θ‖₁.
 * :func:`time_invariance` — the T-I measure of Chizat et al.: the percentage
   of hidden pre-activations ``a_ki`` on given inputs whose sign at the end of
   training equals their sign at initialization, optionally counting entries

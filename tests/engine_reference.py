@@ -127,7 +127,8 @@ def fit_config(name):
     out = {"hidden_weights": est.hidden_weights_,
            "output_weights": est.output_weights_,
            "loss_curve": np.asarray(est.loss_curve_),
-           "counts": np.array([est.n_iter_, est.t_])}
+           # iterations of the whole warm-started / partial_fit sequence
+           "counts": np.array([len(est.loss_curve_), est.t_])}
     if est.fit_intercept:
         out["hidden_intercept"] = est.hidden_intercept_
         out["output_intercept"] = est.output_intercept_

@@ -24,6 +24,8 @@ def naive_activation(a, name):
         return sig, sig * (1 - sig)
     if name == "softplus":
         return np.log(1 + np.exp(a)), sig
+    if name == "identity":
+        return a.copy(), np.ones_like(a)
     raise ValueError(name)
 
 
@@ -127,6 +129,9 @@ def naive_risk(F, Y, s, loss):
         with np.errstate(divide="ignore", invalid="ignore"):
             ylog = np.where(Y > 0, Y * np.log(Y / m), 0.0)
         return np.sum(s[:, None] * (ylog - Y + m)) / F.shape[1]
+    if loss == "multilabel_log_loss":  # K independent sigmoids, summed
+        p = 1 / (1 + np.exp(-F))
+        return -np.sum(s[:, None] * (Y * np.log(p) + (1 - Y) * np.log(1 - p)))
     if F.shape[1] == 1:
         p = 1 / (1 + np.exp(-F[:, 0]))
         return -np.sum(s * (Y[:, 0] * np.log(p) + (1 - Y[:, 0]) * np.log(1 - p)))
@@ -149,6 +154,12 @@ def naive_residual_and_curvature(F, Y, s, loss):
         e = (s[:, None] * (m - Y) / K).ravel()
         for k in range(b):
             Q[k * K:(k + 1) * K, k * K:(k + 1) * K] = np.diag(s[k] * m[k] / K)
+        return e, Q
+    if loss == "multilabel_log_loss":
+        p = 1 / (1 + np.exp(-F))
+        e = (s[:, None] * (p - Y)).ravel()
+        for k in range(b):
+            Q[k * K:(k + 1) * K, k * K:(k + 1) * K] = np.diag(s[k] * p[k] * (1 - p[k]))
         return e, Q
     if K == 1:
         p = 1 / (1 + np.exp(-F[:, 0]))

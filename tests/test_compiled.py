@@ -147,7 +147,7 @@ def _prepared(problem):
 
 
 @pytest.mark.parametrize("activation", ["silu", "relu", "tanh", "sigmoid",
-                                        "softplus"])
+                                        "softplus", "identity"])
 @pytest.mark.parametrize("regularizer", ["pseudo_huber", "ostrovskii_bach", "l2"])
 def test_compiled_epoch_equals_python_epoch_activations_regularizers(
         activation, regularizer):
@@ -252,6 +252,11 @@ def test_what_runs_in_python():
 
     cases["custom loss"] = Problem(net, MyLoss(), REGULARIZERS["pseudo_huber"](2.0),
                                    1e-3, X, Y, w)
+    # a loss without a code in the compiled epoch (multilabel targets)
+    multilabel = (np.random.default_rng(3).random(Y.shape) > 0.5).astype(float)
+    cases["multilabel"] = Problem(net, LOSSES["multilabel_log_loss"](),
+                                  REGULARIZERS["pseudo_huber"](2.0), 1e-3, X,
+                                  multilabel, w)
     for name, prob in cases.items():
         assert compiled_epoch_arguments(_prepared(prob), prob) is None, name
     primal = _solver(True)

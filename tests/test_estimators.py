@@ -18,7 +18,23 @@ from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 from sklearn_ggn.datasets import make_teacher_student
 
 
-@parametrize_with_checks([GGNScoreRegressor(), GGNScoreClassifier()])
+def _held_out_split(estimator):
+    # a weight-2 row and a repeated row fall into different validation splits
+    # (MLPClassifier marks this check as failing for the same reason)
+    if not estimator.early_stopping:
+        return {}
+    why = "a weight-2 row and a repeated row fall into different splits"
+    return {"check_sample_weight_equivalence_on_dense_data": why,
+            "check_sample_weight_equivalence_on_sparse_data": why}
+
+
+# the defaults, and early stopping with its default validation_fraction (a
+# split too small for the checks' tiny data warns and trains on)
+@parametrize_with_checks([GGNScoreRegressor(), GGNScoreClassifier(),
+                          GGNScoreRegressor(early_stopping=True),
+                          GGNScoreClassifier(early_stopping=True)],
+                         expected_failed_checks=_held_out_split,
+                         xfail_strict=True)
 def test_sklearn_estimator_checks(estimator, check):
     # The checks fit tiny random data on purpose: "did not converge / did not
     # learn" warnings are expected there, and some use inputs near 100.
@@ -53,8 +69,6 @@ BAD_INPUT = [
      ValueError, "NaN"),
     ("empty", GGNScoreRegressor(), np.empty((0, 3)), np.empty(0),
      ValueError, "0 sample"),
-    ("one_sample", GGNScoreRegressor(), X_OK[:1], Y_OK[:1],
-     ValueError, "1 sample"),
     ("mismatched_lengths", GGNScoreRegressor(), X_OK, Y_OK[:-3],
      ValueError, "inconsistent numbers of samples"),
     ("one_class", GGNScoreClassifier(), X_OK, np.zeros(len(X_OK)),
@@ -183,7 +197,10 @@ def test_partial_fit_and_warm_start():
     clf.partial_fit(X[:30], y[:30], classes=np.unique(y))
     first = clf.hidden_weights_.copy()
     clf.partial_fit(X[30:], y[30:])
-    assert clf.n_iter_ == 2 and not np.array_equal(first, clf.hidden_weights_)
+    # n_iter_ counts the last call's epochs (as MLPClassifier); loss_curve_
+    # the whole sequence's
+    assert clf.n_iter_ == 1 and len(clf.loss_curve_) == 2
+    assert not np.array_equal(first, clf.hidden_weights_)
     assert clf.t_ == 2 + 2  # two batches of 16 (14) per pass over 30 samples
     with pytest.raises(ValueError, match="labels not in classes_"):
         clf.partial_fit(X, y + 10)
@@ -194,7 +211,7 @@ def test_partial_fit_and_warm_start():
         reg.fit(X_OK, Y_OK)
         start = reg.hidden_weights_.copy()
         reg.fit(X_OK, Y_OK)
-    assert reg.n_iter_ == 6 and len(reg.loss_curve_) == 6
+    assert reg.n_iter_ == 3 and len(reg.loss_curve_) == 6
     assert not np.array_equal(start, reg.hidden_weights_)
 
 
@@ -211,7 +228,7 @@ def test_early_stopping_keeps_best_validation_weights():
         warnings.simplefilter("ignore", ConvergenceWarning)
         at_best = GGNScoreClassifier(max_iter=best_epoch, **kw).fit(X, y)
     np.testing.assert_array_equal(clf.hidden_weights_, at_best.hidden_weights_)
-    assert clf.best_loss_ == min(clf.loss_curve_)
+    assert clf.best_loss_ is None  # as MLPClassifier under early stopping
 
 
 def test_warm_start_may_switch_on_early_stopping():
@@ -351,3 +368,40 @@ def test_squared_error_classifier_says_why_it_has_no_probabilities():
     with pytest.raises(AttributeError) as info:
         clf.predict_proba(X)
     assert "loss='log_loss'" in str(info.value.__cause__)
+
+
+def test_multilabel_mini_batches_early_stopping_and_partial_fit():
+    """Indicator targets on the Python mini-batch loop (the compiled epoch
+    has no multilabel loss), with early stopping and partial_fit."""
+    from sklearn.datasets import make_multilabel_classification
+
+    X, Y = make_multilabel_classification(n_samples=300, n_classes=4,
+                                          random_state=0)
+    X = StandardScaler().fit_transform(X)
+    clf = GGNScoreClassifier(n_hidden=16, batch_size=32, early_stopping=True,
+                             max_iter=30, random_state=0).fit(X, Y)
+    assert clf.predict(X).shape == Y.shape
+    assert set(np.unique(clf.predict(X))) <= {0, 1}
+    proba = clf.predict_proba(X)
+    assert proba.shape == Y.shape and np.all((proba > 0) & (proba < 1))
+    assert not np.allclose(proba.sum(axis=1), 1.0)  # independent labels
+    np.testing.assert_array_equal(clf.classes_, np.arange(4))
+    assert clf.score(X, Y) > 0.4 and clf.batch_size_ == 32
+    stream = GGNScoreClassifier(n_hidden=16, random_state=0)
+    for start in range(0, 300, 100):
+        stream.partial_fit(X[start:start + 100], Y[start:start + 100])
+    assert stream.predict(X).shape == Y.shape
+    with pytest.raises(ValueError, match="labels"):
+        stream.partial_fit(X, Y[:, :3])
+
+
+def test_new_label_in_partial_fit_is_named():
+    X, y = classification_data()
+    clf = GGNScoreClassifier(n_hidden=8, random_state=0)
+    clf.partial_fit(X, y, classes=np.unique(y))
+    y_new = y.copy()
+    y_new[:2] = 99
+    with pytest.raises(ValueError, match=r"not in classes_.*\[99\]"):
+        clf.partial_fit(X, y_new)
+    with pytest.raises(ValueError, match="is not the same as on last call"):
+        clf.partial_fit(X, y, classes=np.append(np.unique(y), 99))

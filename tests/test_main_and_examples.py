@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_main_job_quick_prints_the_comparison_table(capsys):
+    from sklearn_ggn import _config
+
+    cached = _config.kernels_cached()
     main(["--quick"])
     out = capsys.readouterr().out
+    # it says whether it compiled or loaded the kernels, and which it did
+    assert ("Kernels loaded from the on-disk cache" in out) == cached
+    assert ("Compiling the numba kernels" in out) == (not cached)
     for row in ("digits", "diabetes", "teacher-student", "GGN-SCORE", "MLP"):
         assert row in out
     assert "DIVERGED" not in out

@@ -43,6 +43,8 @@ def make_problem(K=1, fit_intercept=True, loss="squared_error", b=7, d=3, n=5,
         Y = rng.standard_normal((b, K))
     elif loss == "poisson":  # counts, zeros included
         Y = rng.poisson(1.5, (b, K)).astype(float)
+    elif loss == "multilabel_log_loss":  # an indicator matrix
+        Y = rng.integers(0, 2, (b, K)).astype(float)
     elif K == 1:
         Y = rng.integers(0, 2, (b, 1)).astype(float)
     else:
@@ -151,7 +153,9 @@ def test_self_concordance_constants():
 # ------------------------------------------------------------------ losses
 @pytest.mark.parametrize("loss,K", [("squared_error", 1), ("squared_error", 3),
                                     ("log_loss", 1), ("log_loss", 4),
-                                    ("poisson", 1), ("poisson", 3)])
+                                    ("poisson", 1), ("poisson", 3),
+                                    ("multilabel_log_loss", 1),
+                                    ("multilabel_log_loss", 3)])
 def test_loss_residual_and_curvature_factor(loss, K):
     _, _, _, _, Y, s = make_problem(K=K, loss=loss, weighted=True)
     F = np.random.default_rng(1).standard_normal(Y.shape)
@@ -179,7 +183,7 @@ def test_loss_residual_and_curvature_factor(loss, K):
 
 
 # ------------------------------------------------------------------ Jacobian
-@pytest.mark.parametrize("activation", ["silu", "tanh", "softplus"])
+@pytest.mark.parametrize("activation", ["silu", "tanh", "softplus", "identity"])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_dense_jacobian_reference_matches_finite_differences(activation,
                                                              fit_intercept):
@@ -193,7 +197,8 @@ def test_dense_jacobian_reference_matches_finite_differences(activation,
 
 @pytest.mark.parametrize("K,loss", [(1, "squared_error"), (3, "squared_error"),
                                     (1, "log_loss"), (3, "log_loss"),
-                                    (1, "poisson"), (3, "poisson")])
+                                    (1, "poisson"), (3, "poisson"),
+                                    (3, "multilabel_log_loss")])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_structured_products_and_gram_equal_dense(K, loss, fit_intercept,
                                                   monkeypatch):
@@ -256,7 +261,8 @@ def _permute_to_package(net, M):
 # ------------------------------------------------------------------ the step
 CASES = [(K, loss, fi, w) for K, loss in [(1, "squared_error"), (3, "squared_error"),
                                           (1, "log_loss"), (4, "log_loss"),
-                                          (1, "poisson"), (3, "poisson")]
+                                          (1, "poisson"), (3, "poisson"),
+                                          (3, "multilabel_log_loss")]
          for fi in (True, False) for w in (False, True)]
 
 
@@ -345,7 +351,8 @@ def test_step_size_rule():
 @pytest.mark.parametrize("Est,loss", [(GGNScoreRegressor, None),
                                       (GGNScoreRegressor, "poisson"),
                                       (GGNScoreClassifier, "log_loss"),
-                                      (GGNScoreClassifier, "squared_error")])
+                                      (GGNScoreClassifier, "squared_error"),
+                                      (GGNScoreClassifier, "multilabel")])
 @pytest.mark.parametrize("linear_solver", ["dual", "primal"])
 @pytest.mark.parametrize("step", ["paper", "default"])
 def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, step):
@@ -361,11 +368,14 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, st
     elif Est is GGNScoreRegressor:
         y = rng.standard_normal(b)
         kwargs = {}
-    if Est is GGNScoreRegressor:  # the oracle steps on y as given
-        kwargs["standardize_target"] = False
+    elif loss == "multilabel":  # an indicator matrix of 3 labels
+        y = rng.integers(0, 2, (b, 3))
+        kwargs = {"loss": "log_loss"}
     else:
         y = np.array(["a", "b", "c"])[np.arange(b) % 3]
         kwargs = {"loss": loss}
+    if Est is GGNScoreRegressor:  # the oracle steps on y as given
+        kwargs["standardize_target"] = False
     sw = rng.uniform(0.5, 2.0, b)
     est = Est(n_hidden=n, batch_size=None, warm_start=True, max_iter=1,
               line_search=False, tau=1e-3, mu=0.8, linear_solver=linear_solver,
@@ -382,6 +392,8 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, st
     dense = DenseNetwork(U, V, b_h, b_o, 1 / np.sqrt(n), "silu")
     if Est is GGNScoreRegressor:
         Y, loss_name = y[:, None], loss or "squared_error"
+    elif loss == "multilabel":
+        Y, loss_name = y.astype(float), "multilabel_log_loss"
     else:
         Y, loss_name = np.eye(3)[np.arange(b) % 3], loss
     s = sw / sw.sum()

@@ -1,4 +1,4 @@
-"""The Gauss-Newton model of the objective at θ on one batch (SPEC section 4).
+"""The Gauss-Newton model of the objective at θ on one batch.
 
 Given the batch residual ``e = ∂R/∂Φ``, the curvature factor ``A`` with
 ``Q = A Aᵀ``, the regularizer gradient ``∇g = τ ḡ'(θ)`` and the diagonal
@@ -111,8 +111,8 @@ class Linearization:
 
     It gives the Jacobian products ``J̃ v`` and ``J̃ᵀ u``, the dual Gram
     ``J̃ D J̃ᵀ`` or the primal matrix ``J̃ᵀ J̃``, and the Gauss-Newton
-    direction (:meth:`direction`), never forming J̃ where SPEC section 5 says
-    the structure avoids it.
+    direction (:meth:`direction`), never forming J̃ where the structure of
+    the Jacobian avoids it.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The training problem: network, loss, regularizer and data (SPEC 1-3)."""
+"""The training problem: network, loss, regularizer and data."""
 
 from dataclasses import dataclass
 
@@ -80,7 +80,7 @@ class Problem:
         Non-negative weights.
     regularized : bool, default=True
         False for the paper's gradient-descent baseline, which minimises the
-        risk alone (SPEC section 7).
+        risk alone.
     """
 
     def __init__(self, network, loss, regularizer, tau, X, Y, sample_weight,
@@ -156,7 +156,7 @@ class Problem:
         evaluation : Evaluation
             ``evaluate(theta, batch)`` with derivatives.
         curvature_scale : float
-            ``λ_H`` (SPEC section 4).
+            ``λ_H``, the scale of the regularizer's curvature in ``H``.
         dtype : dtype, default=None
             Precision of the linearization; None is θ's. A float32 problem
             asks float64 for the primal form, whose cost is its p × p

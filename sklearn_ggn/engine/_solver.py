@@ -1,5 +1,5 @@
-"""The training loop, once: GGN-SCORE (SPEC sections 4 and 6) and the
-paper's gradient-descent baseline (section 7)."""
+"""The training loop, once: GGN-SCORE and the paper's gradient-descent
+baseline."""
 
 import time
 from contextlib import nullcontext
@@ -231,7 +231,8 @@ class Solver:
                 status, reason = "stopped", "the callback asked to stop"
                 break
             damping = getattr(self, "damping", None)
-            if not full_batch and damping is not None and damping.converged():
+            if (not full_batch and damping is not None and damping.converged()
+                    and getattr(self, "stop_when_stalled", True)):
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
                           f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
@@ -394,9 +395,14 @@ class GGNScoreSolver(Solver):
         self.curvature = curvature
         self.hessian = hessian
 
+    # False keeps iterating after a zero line-search step and after the
+    # adaptive damping's stalled epochs (the estimators'
+    # n_iter_no_change=np.inf: run max_iter iterations, as MLP does)
+    stop_when_stalled = True
+
     @property
     def stalls_at_zero_step(self):
-        return self.line_search is not None
+        return self.line_search is not None and self.stop_when_stalled
 
     def prepare(self, problem, state):
         # an adapted damping continues across warm starts and partial_fit

@@ -12,7 +12,7 @@ class FixedDamping:
     """A constant curvature scale: ``H = c · ḡ''(θ)``.
 
     ``c = τ`` is the paper's ``H = ∇²g`` ("exact"), ``c = 1`` the authors'
-    code (SPEC section 4).
+    code.
 
     Parameters
     ----------

@@ -1,0 +1,157 @@
+"""The compiled kernels are cached outside the package, installed or not.
+
+In a fresh virtual environment (``--system-site-packages``, so that numpy,
+scipy, scikit-learn and numba come from this one) a copy of the source tree
+is installed non-editable, imported and fitted from another folder, then
+reinstalled editable and imported from another folder. Neither the
+installed package folder nor the source tree of the editable install may
+gain a file from the import or the fit: the kernels go to the per-user cache
+directory (here a temporary ``XDG_CACHE_HOME``).
+
+Python's own bytecode (``__pycache__/*.pyc``) is Python's, not the
+package's: the subprocesses run with ``PYTHONDONTWRITEBYTECODE=1``.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+import sklearn_ggn
+
+SOURCE = Path(sklearn_ggn.__file__).resolve().parent.parent
+
+FIT = """
+import sys
+import numpy as np
+import sklearn_ggn
+from sklearn_ggn import GGNScoreRegressor
+print("FILE", sklearn_ggn.__file__)
+if len(sys.argv) > 1:
+    X = np.random.RandomState(0).standard_normal((20, 2))
+    GGNScoreRegressor(n_hidden=3, max_iter=1).fit(X, X[:, 0]).predict(X)
+"""
+
+
+def _listing(folder):
+    return sorted((str(p.relative_to(folder)), p.stat().st_size)
+                  for p in Path(folder).rglob("*"))
+
+
+def _run(args, env, cwd):
+    result = subprocess.run(args, env=env, cwd=cwd, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def _offline_build():
+    """Whether this environment can build the package without an index
+    (the build requirements of pyproject.toml: setuptools>=68 and wheel)."""
+    try:
+        import setuptools
+        import wheel  # noqa: F401
+    except ImportError:
+        return False
+    return int(setuptools.__version__.split(".")[0]) >= 68
+
+
+def _install(pip, args, env, cwd):
+    """pip install; without the build requirements here, pip fetches them
+    into an isolated build environment (skipped when it cannot)."""
+    if _offline_build():
+        return _run(pip + ["--no-build-isolation", "--no-index"] + args, env, cwd)
+    result = subprocess.run(pip + args, env=env, cwd=cwd, capture_output=True,
+                            text=True, timeout=900)
+    if result.returncode != 0 and "setuptools" in result.stderr and (
+            "Could not find a version" in result.stderr
+            or "connection" in result.stderr.lower()):
+        pytest.skip("no setuptools>=68 and wheel here, and no index to get them")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SOURCE / "pyproject.toml").exists(),
+                    reason="needs the source tree")
+def test_installed_and_editable_packages_stay_unwritten(tmp_path):
+    pytest.importorskip("setuptools")
+    source = tmp_path / "source"
+    shutil.copytree(SOURCE, source, ignore=shutil.ignore_patterns(
+        ".git", "__pycache__", "*.nbi", "*.nbc", "*.egg-info", "build", "dist",
+        ".venv", "docs", "examples", "benchmarks", "tests", "*.png"))
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    python = str(env_dir / ("Scripts" if os.name == "nt" else "bin") / "python")
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NUMBA_", "SKLEARN_GGN_", "PYTHON", "XDG_"))}
+    env.update(XDG_CACHE_HOME=str(cache), PYTHONDONTWRITEBYTECODE="1",
+               OPENBLAS_NUM_THREADS="1")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    pip = [sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+           "--no-deps"]
+
+    # non-editable: import and fit from another folder, compiling and then
+    # loading from the cache
+    _install(pip, [str(source)], env, elsewhere)
+    purelib = _run([python, "-c", "import sysconfig; "
+                    "print(sysconfig.get_paths()['purelib'])"], env, elsewhere)
+    installed = Path(purelib.strip()) / "sklearn_ggn"
+    before = _listing(installed)
+    for compiles in (True, False):
+        out = _run([python, "-c", FIT, "fit"], env, elsewhere)
+        assert Path(out.split("FILE", 1)[1].split()[0]).parent == installed
+        # one line on stderr when (and only when) the kernels compile
+        assert out.count("compiling the numba kernels") == int(compiles)
+    assert _listing(installed) == before
+    assert any(cache.joinpath("sklearn_ggn", "numba").rglob("*.nbi"))
+
+    # editable: import from another folder
+    _install(pip, ["--editable", str(source)], env, elsewhere)
+    before = _listing(source)
+    out = _run([python, "-c", FIT], env, elsewhere)
+    assert Path(out.split("FILE", 1)[1].split()[0]).parent == source / "sklearn_ggn"
+    assert _listing(source) == before
+
+
+def test_first_compile_note_once_on_stderr_or_to_logging(monkeypatch, capsys,
+                                                         caplog):
+    """With an empty cache: one line on stderr without logging configured,
+    an INFO record of the "sklearn_ggn" logger with it; never a warning;
+    nothing when the kernels are cached."""
+    import logging
+    import warnings
+
+    from sklearn_ggn import _config
+
+    monkeypatch.setattr(_config, "NUMBA_CACHE", True)
+    monkeypatch.setattr(_config, "kernels_cached", lambda: False)
+    monkeypatch.setattr(logging.getLogger("sklearn_ggn"), "hasHandlers",
+                        lambda: False)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _config.note_first_compile()
+        _config.note_first_compile()
+    assert capsys.readouterr().err.count("compiling the numba kernels") == 1
+
+    monkeypatch.undo()
+    monkeypatch.setattr(_config, "NUMBA_CACHE", True)
+    monkeypatch.setattr(_config, "kernels_cached", lambda: False)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    with caplog.at_level(logging.INFO, logger="sklearn_ggn"):
+        _config.note_first_compile()
+    assert [r.levelno for r in caplog.records
+            if "compiling the numba kernels" in r.getMessage()] == [logging.INFO]
+    assert "compiling" not in capsys.readouterr().err
+
+    monkeypatch.setattr(_config, "kernels_cached", lambda: True)
+    monkeypatch.setattr(_config, "_first_compile_noted", False)
+    _config.note_first_compile()
+    assert "compiling" not in capsys.readouterr().err
