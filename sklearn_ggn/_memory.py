@@ -42,17 +42,24 @@ def _sizes(n_features, n_hidden, n_outputs, fit_intercept):
     return d_aug, p_u, n_rest, p_u + n_rest
 
 
-def _shared_bytes(b, d_aug, n, K, p, itemsize):
+def _shared_bytes(b, d_aug, n, K, p, itemsize, rank=None):
     """Forward cache (Xa, ρ, ρ', outputs), residual, factor, sensitivities W
-    and ~8 parameter-sized vectors (θ, ∇g, D, r, d, trial θ, ...)."""
-    return itemsize * (b * d_aug + 2 * b * n + 2 * b * K + b * K * K
-                       + b * K * n + 8 * p)
+    and ~8 parameter-sized vectors (θ, ∇g, D, r, d, trial θ, ...); ``rank``
+    rows of J̃ per sample (K when None)."""
+    R = K if rank is None else rank
+    return itemsize * (b * d_aug + 2 * b * n + 2 * b * K + b * K * R
+                       + b * R * n + 8 * p)
 
 
-def _dual_bytes(b, d_aug, n, K, itemsize):
+def _dual_bytes(b, d_aug, n, K, itemsize, rank=None, per_unit=False):
     """Peak of the dual step: the Gram, its temporaries, then Gram + factor."""
-    m = b * K
+    m = b * (K if rank is None else rank)
     system = float(m) * m * itemsize
+    if per_unit:
+        # X̂X̂ᵀ, ρ D ρᵀ, FᵀF and the Gram's GEMM temporaries (TwoLayerNetwork.
+        # rank_gram): a few m × m and b × b arrays
+        temporaries = (2.0 * m * m + 2.0 * b * b) * itemsize
+        return system + max(temporaries, system)
     if K == 1:
         # Z (b × units·d̂ + n + 1) in blocks of hidden units of ~4 blocks;
         # with more than one block the partial Gram Z Zᵀ is a second b × b.
@@ -90,7 +97,8 @@ def _primal_bytes(b, d_aug, n, K, p_u, n_rest, p):
 
 
 def estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
-                          fit_intercept=True, itemsize=8):
+                          fit_intercept=True, itemsize=8, *, rank=None,
+                          per_unit=False):
     """Peak bytes of one GGN-SCORE step in each form.
 
     Parameters
@@ -103,6 +111,11 @@ def estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
     itemsize : int, default=8
         Bytes per float of the fit (4 for float32 data; the primal form is
         always solved in float64).
+    rank : int or None, default=None
+        Rows of the kernel system per sample: K for the exact output
+        curvature (None), 1 for ``curvature="true_vs_rest"``.
+    per_unit : bool, default=False
+        Whether H is constant over each hidden unit (``hessian="per_unit"``).
 
     Returns
     -------
@@ -111,19 +124,20 @@ def estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
     """
     b, n, K = int(n_samples), int(n_hidden), int(n_outputs)
     d_aug, p_u, n_rest, p = _sizes(n_features, n, K, fit_intercept)
-    shared = _shared_bytes(b, d_aug, n, K, p, itemsize)
+    shared = _shared_bytes(b, d_aug, n, K, p, itemsize, rank)
     primal_shared = shared if itemsize == 8 else shared + _shared_bytes(
-        b, d_aug, n, K, p, 8)  # float32 fits promote the primal step's inputs
-    return {"dual": shared + _dual_bytes(b, d_aug, n, K, itemsize),
+        b, d_aug, n, K, p, 8, rank)  # float32 fits promote the primal step's inputs
+    return {"dual": shared + _dual_bytes(b, d_aug, n, K, itemsize, rank, per_unit),
             "primal": primal_shared + _primal_bytes(b, d_aug, n, K, p_u, n_rest, p)}
 
 
-def step_flops(n_samples, n_features, n_hidden, n_outputs, fit_intercept=True):
+def step_flops(n_samples, n_features, n_hidden, n_outputs, fit_intercept=True, *,
+               rank=None, per_unit=False):
     """``{"dual": flops, "primal": flops}`` of
     :meth:`TwoLayerNetwork.step_costs`, the cost model of ``"auto"``."""
     network = TwoLayerNetwork(int(n_features), int(n_hidden), int(n_outputs), 1.0,
                               "silu", bool(fit_intercept))
-    costs = network.step_costs(int(n_samples))
+    costs = network.step_costs(int(n_samples), rank=rank, per_unit=per_unit)
     return {form: costs[form][0] for form in FORMS}
 
 
@@ -221,7 +235,8 @@ def _largest(fits, hi):
 
 
 def max_batch_size(forms, n_samples, n_features, n_hidden, n_outputs,
-                   fit_intercept=True, itemsize=8, available_bytes=None):
+                   fit_intercept=True, itemsize=8, available_bytes=None, *,
+                   rank=None, per_unit=False):
     """Largest batch size ≤ n_samples whose step fits in one of ``forms``
     (0 when not even one sample fits)."""
     if available_bytes is None:
@@ -229,14 +244,16 @@ def max_batch_size(forms, n_samples, n_features, n_hidden, n_outputs,
 
     def fits(b):
         est = estimate_solver_bytes(b, n_features, n_hidden, n_outputs,
-                                    fit_intercept, itemsize)
+                                    fit_intercept, itemsize, rank=rank,
+                                    per_unit=per_unit)
         return min(est[f] for f in forms) <= available_bytes
 
     return _largest(fits, int(n_samples))
 
 
 def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
-                         fit_intercept=True, itemsize=8, available_bytes=None):
+                         fit_intercept=True, itemsize=8, available_bytes=None, *,
+                         rank=None, per_unit=False):
     """The form a step on a batch of ``n_samples`` rows is solved in.
 
     ``"auto"`` takes the form with fewer flops (:func:`step_flops`) among
@@ -256,6 +273,8 @@ def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
     available_bytes : int or None, default=None
         None measures it with :func:`available_memory_bytes`; when that is
         unknown too, memory is not checked.
+    rank, per_unit
+        The structure of the step (see :func:`estimate_solver_bytes`).
 
     Returns
     -------
@@ -275,8 +294,9 @@ def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
     if available_bytes is None:
         available_bytes = available_memory_bytes()
     allowed = FORMS if requested == "auto" else (requested,)
+    structure = {"rank": rank, "per_unit": per_unit}
     est = estimate_solver_bytes(n_samples, n_features, n_hidden, n_outputs,
-                                fit_intercept, itemsize)
+                                fit_intercept, itemsize, **structure)
     if available_bytes is None:
         fitting = list(allowed)
     else:
@@ -285,21 +305,21 @@ def choose_linear_solver(requested, n_samples, n_features, n_hidden, n_outputs,
         return fitting[0]
     if len(fitting) == 2:
         flops = step_flops(n_samples, n_features, n_hidden, n_outputs,
-                           fit_intercept)
+                           fit_intercept, **structure)
         return "primal" if flops["primal"] < flops["dual"] else "dual"
     raise MemoryError(_advice(requested, allowed, est, n_samples, n_features,
                               n_hidden, n_outputs, fit_intercept, itemsize,
-                              available_bytes))
+                              available_bytes, structure))
 
 
 def _advice(requested, allowed, est, n_samples, n_features, n_hidden, n_outputs,
-            fit_intercept, itemsize, available_bytes):
+            fit_intercept, itemsize, available_bytes, structure):
     sizes = ", ".join(f"the {f} form {est[f] / _GIB:,.1f} GiB" for f in FORMS)
     what = ("neither form of the Gauss-Newton system fits" if requested == "auto"
             else f'linear_solver="{requested}" does not fit')
     ways = []
     batch = max_batch_size(allowed, n_samples, n_features, n_hidden, n_outputs,
-                           fit_intercept, itemsize, available_bytes)
+                           fit_intercept, itemsize, available_bytes, **structure)
     if batch >= 1:
         ways.append(f"batch_size={batch} (or smaller)")
     if requested != "auto":
@@ -309,14 +329,14 @@ def _advice(requested, allowed, est, n_samples, n_features, n_hidden, n_outputs,
         else:
             other_batch = max_batch_size((other,), n_samples, n_features, n_hidden,
                                          n_outputs, fit_intercept, itemsize,
-                                         available_bytes)
+                                         available_bytes, **structure)
             if other_batch >= 1 and batch < 1:
                 ways.append(f'linear_solver="{other}" with batch_size={other_batch} '
                             "(or smaller)")
 
     def fits_hidden(n):
         e = estimate_solver_bytes(n_samples, n_features, n, n_outputs,
-                                  fit_intercept, itemsize)
+                                  fit_intercept, itemsize, **structure)
         return min(e[f] for f in allowed) <= available_bytes
 
     hidden = _largest(fits_hidden, int(n_hidden) - 1)

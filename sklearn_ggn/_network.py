@@ -500,23 +500,35 @@ class TwoLayerNetwork:
         return gn
 
     # ------------------------------------------------------------ costs
-    def step_costs(self, batch_size):
+    def step_costs(self, batch_size, rank=None, per_unit=False):
         """Flop and memory estimates ``{"dual": (flops, bytes), "primal": ...}``.
 
-        Used by ``linear_solver="auto"``. Dual: Gram (hidden part b²·n·d̂ via
-        GEMM, or (bK)²·n·d̂ by syrk for K = 1; output part K·b²·n + b²K³) plus
-        a Cholesky of (bK)³/3. Primal: the GN matrix (b·n²·(d̂² + K·(nK+K)))
-        plus a Cholesky of p³/3.
+        Used by ``linear_solver="auto"``, the memory check and the BLAS
+        thread policy. Dual, exact step: Gram (hidden part b²·n·d̂ via GEMM,
+        or (bK)²·n·d̂ by syrk for K = 1; output part K·b²·n + b²K³) plus a
+        Cholesky of (bK)³/3. With ``rank`` R rows per sample (m = bR) and a
+        per-unit H (:meth:`rank_gram`): b²(d̂ + n) + m²(n + K) + m³/3; with R
+        rows and a diagonal H: b²·n·d̂ + m²·n + K·b²·n + m²K + m³/3. Primal:
+        the GN matrix (b·n²·(d̂² + K·(nK+K))) plus a Cholesky of p³/3.
         """
         b, n, K, d_aug, p = (batch_size, self.n_hidden, self.n_outputs,
                              self.d_aug, self.n_params)
-        m = b * K
-        if K == 1:
-            hidden = b * b * n * d_aug
+        if rank is None and not per_unit:
+            m = b * K
+            if K == 1:
+                hidden = b * b * n * d_aug
+            else:
+                hidden = b * b * n * d_aug + b * b * K * K * n
+            dual_flops = hidden + K * b * b * n + b * b * K**3 + m**3 / 3.0
+            dual_bytes = 8.0 * (m * m + min(b * n * d_aug, _BLOCK_BYTES / 8))
         else:
-            hidden = b * b * n * d_aug + b * b * K * K * n
-        dual_flops = hidden + K * b * b * n + b * b * K**3 + m**3 / 3.0
-        dual_bytes = 8.0 * (m * m + min(b * n * d_aug, _BLOCK_BYTES / 8))
+            m = b * (K if rank is None else rank)
+            if per_unit:
+                gram = b * b * (d_aug + n) + m * m * (n + K)
+            else:
+                gram = b * b * n * d_aug + m * m * (n + K) + K * b * b * n
+            dual_flops = gram + m**3 / 3.0
+            dual_bytes = 8.0 * (3 * m * m + 2 * b * b)
         n_rest = n * K + K * self.fit_intercept
         primal_flops = (2.0 * b * n * n * d_aug * d_aug
                         + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)

@@ -146,3 +146,35 @@ def test_sparse_and_float32_take_the_same_step(K, loss, hessian):
     np.testing.assert_allclose(directions["sparse"], ref, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(directions["float32"], ref, rtol=2e-3,
                                atol=2e-4 * np.abs(ref).max())
+
+
+def test_the_cost_and_memory_model_knows_the_structured_step():
+    """A full batch of 20 000 rows and 10 classes: the exact dual system
+    (200 000 rows, 320 GB) does not fit, the true-vs-rest one (20 000 rows,
+    3.2 GB) does; the structured Gram is cheaper than the exact one."""
+    from sklearn_ggn import _memory
+
+    args = ("dual", 20_000, 30, 100, 10)
+    with pytest.raises(MemoryError, match="batch_size="):
+        _memory.choose_linear_solver(*args, available_bytes=16 * 2**30)
+    assert _memory.choose_linear_solver(*args, available_bytes=16 * 2**30,
+                                        rank=1, per_unit=True) == "dual"
+    exact = _memory.step_flops(128, 784, 100, 10)
+    structured = _memory.step_flops(128, 784, 100, 10, rank=1, per_unit=True)
+    assert structured["dual"] < exact["dual"] / 50
+    net = make_problem(K=3, loss="log_loss")[0]
+    from sklearn_ggn.engine import (
+        AdaptiveStepSize,
+        Batching,
+        FixedDamping,
+        GGNScoreSolver,
+    )
+
+    solver = GGNScoreSolver(FixedDamping(1.0), AdaptiveStepSize(0.95), None,
+                            "auto", Batching(8, False), 1,
+                            curvature="true_vs_rest", hessian="per_unit")
+    problem = Problem(net, LOSSES["log_loss"](), REGULARIZERS["l2"](1.0), 1e-3,
+                      np.zeros((8, 3)), np.eye(3)[np.arange(8) % 3], np.ones(8))
+    assert solver.structure(problem) == {"rank": 1, "per_unit": True}
+    problem.loss = LOSSES["squared_error"]()  # no reduced form: K rows
+    assert solver.structure(problem) == {"rank": 3, "per_unit": True}

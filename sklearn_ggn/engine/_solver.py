@@ -28,7 +28,7 @@ SMALL_STEP_FLOPS = 1e9
 
 
 def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
-                         available_bytes=None):
+                         available_bytes=None, *, rank=None, per_unit=False):
     """The form of the Gauss-Newton system for steps on ``batch_size`` rows.
 
     ``"auto"`` takes the form with fewer flops (``TwoLayerNetwork.step_costs``)
@@ -46,6 +46,11 @@ def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
         4 for float32 fits.
     available_bytes : int or None, default=None
         None measures the machine's available memory.
+    rank : int or None, default=None
+        Rows of the kernel system per sample (K when None: the exact output
+        curvature; 1 for ``curvature="true_vs_rest"``).
+    per_unit : bool, default=False
+        Whether H is constant over each hidden unit (``hessian="per_unit"``).
 
     Returns
     -------
@@ -59,7 +64,8 @@ def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
     """
     return _memory.choose_linear_solver(
         linear_solver, batch_size, network.n_features, network.n_hidden,
-        network.n_outputs, network.fit_intercept, itemsize, available_bytes)
+        network.n_outputs, network.fit_intercept, itemsize, available_bytes,
+        rank=rank, per_unit=per_unit)
 
 
 @dataclass
@@ -191,7 +197,8 @@ class Solver:
     def step_flops(self, problem):
         """Estimated flops of one step (picks the BLAS thread policy)."""
         costs = problem.network.step_costs(min(self.batching.batch_size,
-                                               problem.n_samples))
+                                               problem.n_samples),
+                                           **self.structure(problem))
         return costs[self.form][0] if self.form else 0.0
 
     def _loop(self, problem, theta0, rng, callback, state, time_offset):
@@ -350,6 +357,12 @@ class Solver:
     def prepare(self, problem, state):
         """Set-up before the first step of a ``solve``."""
 
+    def structure(self, problem):
+        """``{"rank": R, "per_unit": bool}`` of this solver's steps on
+        ``problem`` for the cost and memory model (rank None: K rows per
+        sample, the exact step)."""
+        return {"rank": None, "per_unit": False}
+
     def step(self, problem, theta, batch, current):
         """One step from θ on ``batch`` (``current`` is its evaluation)."""
         raise NotImplementedError
@@ -412,11 +425,21 @@ class GGNScoreSolver(Solver):
         self.damping.rows = min(self.batching.batch_size, problem.n_samples)
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
-            self.linear_solver, problem.dtype.itemsize)
+            self.linear_solver, problem.dtype.itemsize, **self.structure(problem))
         exact = self.curvature == "exact" and self.hessian == "diagonal"
         self._compiled = (None if self.batching.full_batch(problem.n_samples)
                           or not exact
                           else compiled_epoch_arguments(self, problem))
+
+    def structure(self, problem):
+        K = problem.network.n_outputs
+        reduced = (self.curvature != "exact" and K > 1 and hasattr(
+            problem.loss, "reduced_" + self.curvature))
+        rank = 1 if reduced else None
+        per_unit = self.hessian == "per_unit"
+        if per_unit and rank is None:
+            rank = K
+        return {"rank": rank, "per_unit": per_unit}
 
     def step(self, problem, theta, batch, current):
         damping = self.damping.curvature_scale()
