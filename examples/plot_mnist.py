@@ -105,7 +105,7 @@ def run(mu, tau):
         loss="squared_error", n_hidden=N_HIDDEN, activation="relu",
         scaling="ntk", fit_intercept=False, mu=mu, tau=tau,
         batch_size=BATCH_SIZE, max_iter=1, damping="auto", random_state=SEED,
-        store_initial_weights=True,
+        store_initial_weights=True, curvature="exact", hessian="diagonal",
     )
     start = time.perf_counter()
     est.fit(X, y, X_val=X_test, y_val=y_test)

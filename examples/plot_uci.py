@@ -182,6 +182,7 @@ def train(X, y, X_test, y_test, solver, batch_size, mu, epochs):
         scaling="ntk", fit_intercept=False, mu=mu, tau=TAU, solver=solver,
         learning_rate=1.0, batch_size=batch_size, shuffle=False,
         damping="auto", random_state=SEED, store_initial_weights=True,
+        curvature="exact", hessian="diagonal",  # the paper's step
     )
     rng = np.random.default_rng(SEED)
     per_epoch = X.shape[0] // batch_size  # drop the last incomplete batch
