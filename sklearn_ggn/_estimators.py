@@ -102,9 +102,13 @@ _SHARED_PARAMETERS = """
         See :func:`sklearn_ggn.paper_params` for the paper's settings and
         the documentation's defaults page for the measurements.
 
-    line_search : bool, default=True
+    line_search : "auto" or bool, default="auto"
         Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
-        batch objective (the reference's ``ss_type=3``).
+        batch objective (the reference's ``ss_type=3``). ``"auto"``: on for
+        full-batch fits and for the exact step (``hessian="diagonal"``), off
+        on the structured step's mini-batches, whose adaptive damping judges
+        every step on the next batch (and undoes it when it made that batch
+        1.5 times worse).
 
     linear_solver : {"auto", "dual", "primal"}, default="auto"
         How the Gauss-Newton system is solved.
@@ -384,7 +388,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
                  scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
                  mu="auto", tau="auto", step_size=0.95, damping="adaptive",
-                 line_search=True, linear_solver="auto", solver="ggn",
+                 line_search="auto", linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
@@ -613,7 +617,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
                  scaling="ntk", fit_intercept=True, regularizer="pseudo_huber",
                  mu="auto", tau="auto", step_size=0.95, damping="adaptive",
-                 line_search=True, linear_solver="auto", solver="ggn",
+                 line_search="auto", linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,

@@ -359,9 +359,9 @@ class Solver:
 
     def structure(self, problem):
         """``{"rank": R, "per_unit": bool}`` of this solver's steps on
-        ``problem`` for the cost and memory model (rank None: K rows per
-        sample, the exact step)."""
-        return {"rank": None, "per_unit": False}
+        ``problem`` for the cost and memory model; empty for the exact step
+        (K rows per sample, diagonal H)."""
+        return {}
 
     def step(self, problem, theta, batch, current):
         """One step from θ on ``batch`` (``current`` is its evaluation)."""
@@ -439,6 +439,8 @@ class GGNScoreSolver(Solver):
         per_unit = self.hessian == "per_unit"
         if per_unit and rank is None:
             rank = K
+        if rank is None and not per_unit:
+            return {}
         return {"rank": rank, "per_unit": per_unit}
 
     def step(self, problem, theta, batch, current):

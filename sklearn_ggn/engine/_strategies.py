@@ -158,7 +158,8 @@ class AdaptiveDamping:
 # docs/defaults.rst for the measurements behind each value).
 STRUCTURED_INITIAL = 0.03
 REFERENCE_ROWS = 8
-WORK_STEPS = 1000
+WORK_STEPS = 250
+STRUCTURED_STALL_INCREASE = 1.3
 
 
 def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False):
@@ -188,7 +189,8 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False):
             if structured:
                 return AdaptiveDamping(unit, initial=STRUCTURED_INITIAL,
                                        reference_rows=REFERENCE_ROWS,
-                                       work_steps=WORK_STEPS)
+                                       work_steps=WORK_STEPS,
+                                       stall_increase=STRUCTURED_STALL_INCREASE)
             return AdaptiveDamping(unit)
         damping = "tau" if tau > 0 else AdaptiveDamping(unit).curvature_scale()
     if damping == "auto":
