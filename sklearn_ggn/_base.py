@@ -50,6 +50,10 @@ _AUTO_STEP_PASSES = 290.0
 # b²(d̂ + n) and whose kernel system has one row per sample (true-vs-rest
 # curvature): this many rows per batch (docs/defaults.rst).
 _AUTO_STRUCTURED_ROWS = 128
+# ... in full batch up to this many samples (a 700-row one-hot task ran 66
+# full-batch iterations in 2.8x the MLP's time, and 0.65x as mini-batches
+# at a better accuracy; docs/defaults.rst)
+_AUTO_STRUCTURED_FULL_BATCH_ROWS = 512
 
 
 def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
@@ -357,7 +361,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 # one row of the kernel system per sample (or K for the
                 # exact curvature of K outputs): full batch for small data,
                 # else batches of _AUTO_STRUCTURED_ROWS rows
-                if n_samples <= _AUTO_FULL_BATCH_ROWS and not incremental:
+                if (n_samples <= _AUTO_STRUCTURED_FULL_BATCH_ROWS
+                        and not incremental):
                     return n_samples
                 return min(n_samples, _AUTO_STRUCTURED_ROWS)
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS

@@ -91,8 +91,12 @@ _SHARED_PARAMETERS = """
           epochs in a row (the floor raised 7.6-fold) end the fit. λ starts
           at 0.1 and its state carries across epochs, warm starts and
           ``partial_fit`` calls (``partial_fit`` applies no per-epoch
-          rule: a chunk is not a pass over the data). In full batch it is
-          ``"tau"`` (with ``tau=0``, λ's initial value).
+          rule: a chunk is not a pass over the data). With the structured
+          step (``hessian="per_unit"``, the default) the rules count work
+          instead: λ starts at 0.03 and decays by 0.5 % per 8 rows seen,
+          an epoch of s < 250 steps is held to s/250 of the stall
+          thresholds, and a stalled epoch raises the floor 1.3-fold. In
+          full batch it is ``"tau"`` (with ``tau=0``, λ's initial value).
         - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
         - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
           code).
@@ -129,14 +133,17 @@ _SHARED_PARAMETERS = """
         Step of ``solver="gd"`` (the paper uses 1).
 
     batch_size : int, "auto" or None, default="auto"
-        Samples per step. ``None`` is full batch. ``"auto"`` is full batch
-        while ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
+        Samples per step. ``None`` is full batch. ``"auto"``, with the
+        default structured step (``hessian="per_unit"``): full batch up to
+        512 samples, else 128 samples per batch. With the exact step
+        (``hessian="diagonal"``): full batch while
+        ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
         output, and for K ≥ 2 outputs the size in ``[2, 256 // K]`` with the
         smallest modeled cost per row (e.g. 4 for 26 classes and 16
         features, 20 for 10 classes and 784 features; see the user guide;
         ``256 // K`` for float32 or sparse X, whose steps run in Python).
         ``partial_fit``, which sees chunks of a larger data set, always takes
-        these mini-batches.
+        these mini-batches. The size used is ``batch_size_``.
 
     max_iter : int, default=100
         Maximum number of iterations (full batch) or epochs (mini-batch).
