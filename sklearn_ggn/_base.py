@@ -102,14 +102,12 @@ _AUTO_TAU_MIN = 1e-4
 # A fresh fit whose final training risk is above this fraction of the risk of
 # a constant prediction has not learned: it warns (never silently).
 _LEARNED_FRACTION = 0.9
-# ... at max_iter, when the fit ran at least this many iterations and its
-# risk improved by less than this fraction (a stalled fit, e.g. a constant
-# prediction); and it is an over-strong tau's doing when the penalty at the
+# ... at max_iter, when the fit ran at least this many iterations; and it is
+# an over-strong tau's doing when the penalty at the
 # initial weights outweighs the constant's risk this many times and either
 # shrank the weights below this fraction of their initial norm or kept every
 # step size α below this (α = ᾱ / (1 + M_g η) with a huge ∇g).
 _MIN_JUDGED = 10
-_STALLED = 0.01
 _PENALTY_DOMINATES = 100.0
 _COLLAPSED_NORM = 0.1
 _TINY_STEP = 1e-2
@@ -427,6 +425,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # never stop for want of progress: not at a zero line-search
             # step, nor after the adaptive damping's stalled epochs
             solver.stop_when_stalled = False
+        if early_stopping:
+            # the validation score decides when the fit ends: stalled epochs
+            # of the training objective only raise the damping
+            solver.damping_ends_fit = False
         return solver
 
     # ------------------------------------------------------------------ fit
@@ -625,8 +627,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """Warn when a fit ends no better than a constant prediction, with
         its most likely cause: an over-strong tau, unscaled features, or the
         step (damping, step_size; gd's learning_rate). At max_iter (whose
-        warning already says to run longer) only a fit of at least
-        ``_MIN_JUDGED`` iterations whose risk stalled warns."""
+        warning already says to run longer) a fit of fewer than
+        ``_MIN_JUDGED`` iterations is not judged; a longer one that still
+        predicts no better than a constant warns, even when its risk is
+        still creeping down."""
         risks = self.history_["risk"][-result.state.n_iter:]
         if not risks:
             return
@@ -634,10 +638,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
         if not baseline > 0 or not risks[-1] > _LEARNED_FRACTION * baseline:
             return  # (a constant already predicts the weighted data exactly)
-        if result.status == "max_iter" and (
-                len(risks) < _MIN_JUDGED or risks[-1] < (1.0 - _STALLED) * risks[0]):
-            return  # too short to judge, or still improving: the max_iter
-            # warning says to go on
+        if result.status == "max_iter" and len(risks) < _MIN_JUDGED:
+            return  # too short to judge: the max_iter warning says to go on
         steps = self.history_["step_size"][-len(risks):]
         shrink = np.linalg.norm(theta) / max(np.linalg.norm(theta0),
                                              np.finfo(float).tiny)

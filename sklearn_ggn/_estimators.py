@@ -163,7 +163,10 @@ _SHARED_PARAMETERS = """
         ``validation_fraction`` of the training data (stratified for
         classifiers). When the split cannot work (too few rows, or a class
         with one row) the fit warns and trains on all rows without early
-        stopping. Ignored by ``partial_fit``.
+        stopping. The validation score then decides alone when the fit
+        ends: the adaptive damping's stalled epochs still raise the damping
+        but do not stop a fit whose validation score improves. Ignored by
+        ``partial_fit``.
 
     validation_fraction : float, default=0.1
         Fraction held out for early stopping.

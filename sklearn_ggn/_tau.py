@@ -66,6 +66,11 @@ def smoother_criteria(G, z, taus, n_entries=None):
     z = np.asarray(z, dtype=np.float64).ravel()
     taus = np.asarray(taus, dtype=np.float64)
     m = z.shape[0] if n_entries is None else float(n_entries)
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(z))):
+        # (inputs so large that the linearization overflows): no curve; the
+        # caller keeps its rule and the fit reports the real cause
+        nan = np.full(taus.shape, np.nan)
+        return {"gcv": nan, "loo": nan.copy(), "dof": nan.copy()}
     lam, Q = np.linalg.eigh(0.5 * (G + G.T))
     lam = np.clip(lam, 0.0, None)
     qz = Q.T @ z

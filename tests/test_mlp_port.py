@@ -273,7 +273,9 @@ def test_partial_fit_regression():
     # damping="tau", the full-batch fit's rule, and MLP's default
     # alpha=1e-4 as tau. The fit has tol=0 so that its stopping rule lets it
     # run the 100 iterations of the 100 partial_fit calls, as MLP's
-    # test_partial_fit_classification does.)
+    # test_partial_fit_classification does. line_search=True on both:
+    # "auto" backtracks in a full-batch fit but not on the mini-batches of a
+    # stream, and partial_fit is a stream.)
     X = X_reg
     y = y_reg
 
@@ -285,6 +287,7 @@ def test_partial_fit_regression():
         batch_size=X.shape[0],
         tau=1e-4,
         damping="tau",
+        line_search=True,  # as partial_fit's below (a stream: mini-batch rules)
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -296,6 +299,7 @@ def test_partial_fit_regression():
         batch_size=X.shape[0],
         tau=1e-4,
         damping="tau",
+        line_search=True,
     )
     for i in range(100):
         reg.partial_fit(X, y)

@@ -178,3 +178,35 @@ def test_the_cost_and_memory_model_knows_the_structured_step():
     assert solver.structure(problem) == {"rank": 1, "per_unit": True}
     problem.loss = LOSSES["squared_error"]()  # no reduced form: K rows
     assert solver.structure(problem) == {"rank": 3, "per_unit": True}
+
+
+def test_stalled_epochs_end_a_fit_only_without_early_stopping():
+    """With a validation score deciding (early stopping), the adaptive
+    damping's stalled epochs raise the damping but do not end the fit."""
+    from sklearn_ggn.engine import (
+        AdaptiveDamping,
+        AdaptiveStepSize,
+        Batching,
+        GGNScoreSolver,
+    )
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((64, 3))
+    Y = np.eye(3)[np.arange(64) % 3]
+    net = make_problem(K=3, loss="log_loss", d=3, n=4)[0]
+    problem = Problem(net, LOSSES["log_loss"](), REGULARIZERS["pseudo_huber"](2.0),
+                      1e-3, X, Y, np.ones(64))
+    theta0 = net.pack(rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
+                      np.zeros(4), np.zeros(3))
+    epochs = {}
+    for ends in (True, False):
+        # every epoch stalls (a 100 % improvement is asked), one ends the fit
+        damping = AdaptiveDamping(2.0, stall=1.0, patience=1)
+        solver = GGNScoreSolver(damping, AdaptiveStepSize(0.95), None, "dual",
+                                Batching(16, True), 6, curvature="true_vs_rest",
+                                hessian="per_unit")
+        solver.damping_ends_fit = ends
+        result = solver.solve(problem, theta0, np.random.RandomState(0))
+        epochs[ends] = len(result.history)
+        assert result.status == ("converged" if ends else "max_iter")
+    assert epochs == {True: 2, False: 6}

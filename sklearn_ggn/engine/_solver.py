@@ -158,6 +158,10 @@ class Solver:
     # constant arguments of the compiled epoch, when the solver has one
     # (GGNScoreSolver.prepare)
     _compiled = None
+    # False: the adaptive damping's stalled epochs raise the damping but do
+    # not end the fit (early stopping on a validation score decides: a fit
+    # still improving its validation score does not stop)
+    damping_ends_fit = True
 
     def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True):
         self.batching = batching
@@ -239,7 +243,8 @@ class Solver:
                 break
             damping = getattr(self, "damping", None)
             if (not full_batch and damping is not None and damping.converged()
-                    and getattr(self, "stop_when_stalled", True)):
+                    and getattr(self, "stop_when_stalled", True)
+                    and self.damping_ends_fit):
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
                           f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
