@@ -85,8 +85,12 @@ for run in range(N_RUNS):
         with warnings.catch_warnings():
             # With tol=0 every fit runs MAX_ITER iterations on purpose (the
             # same budget for every value), so "maximum iterations reached"
-            # is expected; a divergence would still be shown.
+            # is expected, and so is a value that underfits in that budget
+            # ("did not learn": the sweep's point); a divergence would still
+            # be shown.
             warnings.filterwarnings("ignore", message="Maximum iterations",
+                                category=ConvergenceWarning)
+            warnings.filterwarnings("ignore", message="The fit did not learn",
                                 category=ConvergenceWarning)
             model.fit(X, y)
         results[i, run] = (half_mse(model, X, y), half_mse(model, X_test, y_test),
