@@ -29,6 +29,7 @@ from .engine import (
     NoImprovement,
     Problem,
     resolve_damping,
+    step_structure,
 )
 
 try:  # scikit-learn >= 1.9: progress bars and monitors (sklearn.callback)
@@ -355,20 +356,23 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # partial_fit streams chunks of a larger data set: it
             # takes the mini-batches a fit on all of it would, whatever the
             # chunk's size (as damping="auto" does in _make_solver).
-            if self._structured_step():
-                # one row of the kernel system per sample (or K for the
-                # exact curvature of K outputs): full batch for small data,
-                # else batches of _AUTO_STRUCTURED_ROWS rows
-                if (n_samples <= _AUTO_STRUCTURED_FULL_BATCH_ROWS
-                        and not incremental):
+            if self._structured_step(n_outputs):
+                # one row of the kernel system per sample: full batch for
+                # small data, else batches of _AUTO_STRUCTURED_ROWS rows; a
+                # regressor that chooses τ by GCV (in full batch) keeps full
+                # batch up to _AUTO_FULL_BATCH_ROWS
+                full = (_AUTO_FULL_BATCH_ROWS if self._selects_tau()
+                        else _AUTO_STRUCTURED_FULL_BATCH_ROWS)
+                if n_samples <= full and not incremental:
                     return n_samples
                 return min(n_samples, _AUTO_STRUCTURED_ROWS)
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
-            if n_outputs == 1 or not compiled:
+            if n_outputs == 1 or not compiled or self._step_structure(n_outputs):
                 # one output, or a multi-output fit on the Python loop
-                # (float32, sparse X), whose steps pay ~0.7 ms of interpreter
+                # (float32, sparse X, a step other than the exact one whose
+                # epoch is compiled), whose steps pay ~0.7 ms of interpreter
                 # each: the batches of 256 rows (all outputs together)
                 return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
             return min(n_samples, _auto_batch_rows(n_features, self.n_hidden,
@@ -383,20 +387,31 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         return ("true_vs_rest" if self.curvature == "auto" else self.curvature,
                 "per_unit" if self.hessian == "auto" else self.hessian)
 
-    def _uses_line_search(self, full_batch):
+    def _uses_line_search(self, full_batch, n_outputs):
         """``line_search="auto"``: Armijo backtracking in full batch (where
         it keeps the fit monotone), none on mini-batches of the structured
         step, where the adaptive damping's test on the next batch guards the
         steps (docs/defaults.rst: never worse, better on three of nine
         tasks, one forward pass fewer per step); the exact step keeps it."""
         if self.line_search == "auto":
-            return full_batch or not self._structured_step()
+            return full_batch or not self._structured_step(n_outputs)
         return bool(self.line_search)
 
-    def _structured_step(self):
-        """Whether the steps use the structured H (their Gram never weighs
-        the inputs per hidden unit)."""
-        return self._step_options()[1] == "per_unit"
+    def _step_structure(self, n_outputs):
+        """The structure of this estimator's steps (the engine's
+        ``step_structure``; empty for the exact step and for ``solver="gd"``)."""
+        if self.solver != "ggn":
+            return {}
+        curvature, hessian = self._step_options()
+        return step_structure(curvature, hessian, self._loss_object(), n_outputs)
+
+    def _structured_step(self, n_outputs):
+        """Whether the steps are the fast structured ones: per-unit H (the
+        Gram never weighs the inputs per hidden unit) and one row of the
+        kernel system per sample; their batches, damping rules and line
+        search follow the structured defaults."""
+        structure = self._step_structure(n_outputs)
+        return structure.get("per_unit", False) and structure.get("rank") == 1
 
     def _make_solver(self, problem, batch_size, incremental, early_stopping):
         """The engine's solver for these hyperparameters."""
@@ -412,12 +427,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                          stopping)
         # partial_fit streams chunks: that is mini-batch training for "auto".
         full_batch = batching.full_batch(problem.n_samples) and not incremental
+        K = problem.network.n_outputs
         solver = GGNScoreSolver(
             resolve_damping(self.damping, problem.tau, full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0],
-                            structured=self._structured_step()),
+                            structured=self._structured_step(K)),
             AdaptiveStepSize(self.step_size),
-            ArmijoLineSearch() if self._uses_line_search(full_batch) else None,
+            ArmijoLineSearch() if self._uses_line_search(full_batch, K) else None,
             self.linear_solver, batching, max_iter, stopping,
             epochs_are_passes=not incremental,
             curvature=self._step_options()[0], hessian=self._step_options()[1])
@@ -592,7 +608,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """Warn before fitting when n_hidden is absurd for the data: far more
         parameters than samples and an estimated cost of hours."""
         p = network.n_params
-        costs = network.step_costs(batch_size)
+        costs = network.step_costs(batch_size,
+                                   **self._step_structure(network.n_outputs))
         flops, nbytes = min(costs.values())
         steps = -(-n_samples // batch_size) * self.max_iter
         if (p > _ABSURD_PARAMS_PER_SAMPLE * n_samples
@@ -711,7 +728,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                           "standardized features (StandardScaler)"]
             else:
                 advice = ["a larger damping", "a smaller step_size"]
-                if self.line_search is False:
+                if self.line_search is not True:
                     advice.append("line_search=True")
             warnings.warn(
                 f"{'Gradient descent' if self.solver == 'gd' else 'GGN-SCORE'} "

@@ -134,8 +134,10 @@ _SHARED_PARAMETERS = """
 
     batch_size : int, "auto" or None, default="auto"
         Samples per step. ``None`` is full batch. ``"auto"``, with the
-        default structured step (``hessian="per_unit"``): full batch up to
-        512 samples, else 128 samples per batch. With the exact step
+        default structured step (``hessian="per_unit"``, one row of the
+        kernel system per sample): full batch up to 512 samples (1024 for
+        the squared-error regressor, which chooses τ by generalized
+        cross-validation in full batch), else 128 samples per batch. With the exact step
         (``hessian="diagonal"``): full batch while
         ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
         output, and for K ≥ 2 outputs the size in ``[2, 256 // K]`` with the

@@ -72,6 +72,11 @@ class FactorParts:
                                                                   self.w)))
 
 
+# Largest |c_k| for which RankFactor.coefficients offers the solve without
+# the explicit gradient (beyond it the slope's rᵀd = cᵀJ̃d loses digits).
+MAX_COEFFICIENT = 1e6
+
+
 class RankFactor:
     """A curvature factor of rank R per row: ``Q̃_k = F_k F_kᵀ``, F_k of shape
     (K, R).
@@ -119,6 +124,10 @@ class RankFactor:
         c = np.divide(fe, ff, out=np.zeros_like(fe), where=ff > 0)
         scale = np.abs(residual).max(initial=0.0)
         if np.abs(f * c[:, None] - residual).max(initial=0.0) > 1e-10 * scale:
+            return None
+        if np.abs(c).max(initial=0.0) > MAX_COEFFICIENT:
+            # a confidently wrong row (π_y tiny): c_k ~ sqrt(s q / π_y) would
+            # cost the line search's slope its digits
             return None
         return c[:, None]
 

@@ -33,6 +33,7 @@ from ._solver import (
     SolverResult,
     SolverState,
     choose_linear_solver,
+    step_structure,
 )
 from ._strategies import (
     AdaptiveDamping,
@@ -70,4 +71,5 @@ __all__ = [
     "choose_linear_solver",
     "cholesky",
     "resolve_damping",
+    "step_structure",
 ]

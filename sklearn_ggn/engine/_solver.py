@@ -68,6 +68,35 @@ def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
         rank=rank, per_unit=per_unit)
 
 
+def step_structure(curvature, hessian, loss, n_outputs):
+    """The structure of a GGN-SCORE step for the cost and memory model.
+
+    Parameters
+    ----------
+    curvature : {"exact", "true_vs_rest"}
+    hessian : {"diagonal", "per_unit"}
+    loss : object
+        The loss (a reduced curvature applies when it has
+        ``reduced_<curvature>`` and there are several outputs).
+    n_outputs : int
+
+    Returns
+    -------
+    structure : dict
+        Empty for the exact step (K rows of the kernel system per sample,
+        diagonal H); else ``{"rank": R, "per_unit": bool}``.
+    """
+    reduced = (curvature != "exact" and n_outputs > 1
+               and hasattr(loss, "reduced_" + curvature))
+    rank = 1 if reduced else None
+    per_unit = hessian == "per_unit"
+    if per_unit and rank is None:
+        rank = n_outputs
+    if rank is None and not per_unit:
+        return {}
+    return {"rank": rank, "per_unit": per_unit}
+
+
 @dataclass
 class SolverState:
     """What a solver carries from one ``solve`` to the next (warm starts and
@@ -424,29 +453,22 @@ class GGNScoreSolver(Solver):
 
     def prepare(self, problem, state):
         # an adapted damping continues across warm starts and partial_fit
-        if type(state.damping) is type(self.damping):
+        if (type(state.damping) is type(self.damping)
+                and _settings(state.damping) == _settings(self.damping)):
             self.damping = state.damping
         state.damping = self.damping
         self.damping.rows = min(self.batching.batch_size, problem.n_samples)
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
             self.linear_solver, problem.dtype.itemsize, **self.structure(problem))
-        exact = self.curvature == "exact" and self.hessian == "diagonal"
+        exact = not self.structure(problem)
         self._compiled = (None if self.batching.full_batch(problem.n_samples)
                           or not exact
                           else compiled_epoch_arguments(self, problem))
 
     def structure(self, problem):
-        K = problem.network.n_outputs
-        reduced = (self.curvature != "exact" and K > 1 and hasattr(
-            problem.loss, "reduced_" + self.curvature))
-        rank = 1 if reduced else None
-        per_unit = self.hessian == "per_unit"
-        if per_unit and rank is None:
-            rank = K
-        if rank is None and not per_unit:
-            return {}
-        return {"rank": rank, "per_unit": per_unit}
+        return step_structure(self.curvature, self.hessian, problem.loss,
+                              problem.network.n_outputs)
 
     def step(self, problem, theta, batch, current):
         damping = self.damping.curvature_scale()
@@ -503,3 +525,13 @@ class GradientDescentSolver(Solver):
         direction = problem.risk_gradient(theta, batch, current)
         return _Step(theta - self.learning_rate * direction, current, None,
                      self.learning_rate)
+
+
+def _settings(damping):
+    """A damping strategy's configuration (its adapted state excluded): an
+    adapted damping carries over to the next solve only under the same
+    rules."""
+    names = ("unit", "increase", "decay", "reject_ratio", "stall", "patience",
+             "stall_increase", "stall_first", "reference_rows", "work_steps",
+             "scale")
+    return tuple(getattr(damping, name, None) for name in names)

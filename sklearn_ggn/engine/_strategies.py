@@ -130,8 +130,10 @@ class AdaptiveDamping:
         """Raise the floor after an epoch without progress.
 
         With ``work_steps``, an epoch of ``n_steps < work_steps`` steps is
-        held to ``n_steps / work_steps`` of the improvement thresholds:
-        progress is judged per step, whatever the batch size."""
+        held to ``n_steps / work_steps`` of the improvement thresholds: a
+        short epoch (large batches, small data) is judged on the progress
+        per step that a ``work_steps``-step epoch would need; longer epochs
+        keep the thresholds per epoch."""
         last = self.last_epoch_objective
         if self.first_epoch_objective is None:
             self.first_epoch_objective = objective
