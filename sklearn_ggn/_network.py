@@ -250,28 +250,15 @@ class TwoLayerNetwork:
         per_row = b * (n if sparse else max(n, self.d_aug)
                        + (K * K if structured else 0)) * itemsize
         block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
-        if sparse:
-            # K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense
-            Xa = cache.Xa
+        # (sparse K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense)
         if structured:
             _, V, _ = self.unpack(theta)
             VV = outer_products_kernel(V)
             D_bo_ = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
         else:
             # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
-            scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
-            S = np.matmul(scaled, scaled.transpose(0, 2, 1))
-            S *= kappa2
-            if D_bo is not None:
-                S += D_bo[:, None, None]
-        for k0 in range(0, b, block):
-            k1 = min(b, k0 + block)
-            if sparse:
-                M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                                D_U, k0, k1, b)
-            else:
-                # BLAS GEMM; D_U.T is a transposed view (no copy of p values)
-                M = pair_products_kernel(cache.Xa, k0, k1) @ D_U.T
+            S = self._output_blocks(cache.rho, D_V, D_bo)
+        for k0, k1, M in self._pair_products(cache.Xa, D_U, block):
             if structured:
                 structured_gram_block_kernel(
                     M, cache.rho, cache.rho_deriv, factor.a, factor.u, factor.w,
@@ -396,21 +383,10 @@ class TwoLayerNetwork:
         per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
         block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
         gram = np.zeros((b * R, b * R), dtype=dtype)
-        for k0 in range(0, b, block):
-            k1 = min(b, k0 + block)
-            if sparse:
-                M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                                D_U, k0, k1, b)
-            else:
-                M = pair_products_kernel(Xa, k0, k1) @ D_U.T
+        for k0, k1, M in self._pair_products(Xa, D_U, block):
             hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
-        # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
-        scaled = cache.rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
-        S = np.matmul(scaled, scaled.transpose(0, 2, 1))
-        S *= kappa2
-        if D_bo is not None:
-            S += D_bo[:, None, None]
-        output_gram_kernel(np.ascontiguousarray(F), S, gram)
+        output_gram_kernel(np.ascontiguousarray(F),
+                           self._output_blocks(cache.rho, D_V, D_bo), gram)
         return gram
 
     def per_unit(self, D):
@@ -436,6 +412,31 @@ class TwoLayerNetwork:
         U_[:] = unit_D[:, None]
         V_[:] = unit_D[:, None]
         return D_unit, unit_D
+
+    @staticmethod
+    def _pair_products(Xa, D_U, block):
+        """``(k0, k1, M)`` for blocks of rows: ``M[(k, l), i] = Σ_j x_kj
+        D_U[i, j] x_lj`` over the pairs ``k0 ≤ k < k1, l ≥ k`` (dense: one GEMM
+        of the pairwise products with ``D_Uᵀ``, a transposed view; sparse:
+        from the CSR arrays)."""
+        b = Xa.shape[0]
+        for k0 in range(0, b, block):
+            k1 = min(b, k0 + block)
+            if sp.issparse(Xa):
+                M = sparse_pair_products_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                                D_U, k0, k1, b)
+            else:
+                M = pair_products_kernel(Xa, k0, k1) @ D_U.T
+            yield k0, k1, M
+
+    def _output_blocks(self, rho, D_V, D_bo):
+        """``S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])``."""
+        scaled = rho[None, :, :] * np.sqrt(D_V.T)[:, None, :]
+        S = np.matmul(scaled, scaled.transpose(0, 2, 1))
+        S *= self.kappa ** 2
+        if D_bo is not None:
+            S += D_bo[:, None, None]
+        return S
 
     # ------------------------------------------------------------ primal
     def gauss_newton_matrix(self, theta, cache, W, factor):
