@@ -121,9 +121,11 @@ _EXTREME_INPUT = 100.0
 _UNSCALED_RMS = 5.0
 _UNSCALED_SPREAD = 1e3
 # A width is absurd for the data when it has this many parameters per
-# training sample and the fit is estimated at this many flops (hours).
+# training sample and the fit is estimated at this many flops (hours) or one
+# step at this many bytes.
 _ABSURD_PARAMS_PER_SAMPLE = 1000
 _ABSURD_FIT_FLOPS = 1e13
+_ABSURD_STEP_BYTES = 2 * 2**30
 # Attributes the callback machinery of scikit-learn keeps during a fit; a
 # failed fit restores everything else.
 _CALLBACK_ATTRIBUTES = ("_callback_fit_ctx", "_skl_callbacks_to_teardown")
@@ -606,22 +608,30 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _check_width(self, network, n_samples, batch_size):
         """Warn before fitting when n_hidden is absurd for the data: far more
-        parameters than samples and an estimated cost of hours."""
+        parameters than samples and an estimated cost of hours or a step of
+        gigabytes."""
+        from . import _memory
+
         p = network.n_params
-        costs = network.step_costs(batch_size,
-                                   **self._step_structure(network.n_outputs))
-        flops, nbytes = min(costs.values())
+        structure = self._step_structure(network.n_outputs)
+        costs = network.step_costs(batch_size, **structure)
+        # the forward passes and Jacobian products: ~10 passes over b × p
+        flops = min(c[0] for c in costs.values()) + 10.0 * batch_size * p
+        nbytes = min(_memory.estimate_solver_bytes(
+            batch_size, network.n_features, network.n_hidden, network.n_outputs,
+            network.fit_intercept, **structure).values())
         steps = -(-n_samples // batch_size) * self.max_iter
         if (p > _ABSURD_PARAMS_PER_SAMPLE * n_samples
-                and flops * steps > _ABSURD_FIT_FLOPS):
+                and (flops * steps > _ABSURD_FIT_FLOPS
+                     or nbytes > _ABSURD_STEP_BYTES)):
             warnings.warn(
                 f"n_hidden={self.n_hidden} gives {p:,} parameters for "
                 f"{n_samples} training samples ({p / n_samples:,.0f} per "
                 f"sample); one step is estimated at {flops:.2g} flops and "
                 f"{nbytes / 2**30:.2g} GiB, the fit (max_iter={self.max_iter}) "
-                f"at {flops * steps:.2g} flops, hours of computing. Widths of "
-                "100 to a few thousand units suit data of this size: lower "
-                "n_hidden.", UserWarning)
+                f"at {flops * steps:.2g} flops. Widths of 100 to a few "
+                "thousand units suit data of this size: lower n_hidden.",
+                UserWarning)
 
     @staticmethod
     def _check_finite(problem, result, theta):
