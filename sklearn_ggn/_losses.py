@@ -147,12 +147,16 @@ class _FactoredLoss:
         reduced form gives a :class:`RankFactor`. A loss without a reduced form
         (one output, the squared error, Poisson) keeps its exact factor.
         """
-        if curvature == "exact" or F.shape[1] == 1:
+        if not self.reduces(curvature, F.shape[1]):
             return self.residual_and_parts(F, Y, s)
-        reduced = getattr(self, "reduced_" + curvature, None)
-        if reduced is None:
-            return self.residual_and_parts(F, Y, s)
-        return reduced(F, Y, s)
+        return getattr(self, "reduced_" + curvature)(F, Y, s)
+
+    def reduces(self, curvature, n_outputs):
+        """Whether ``curvature`` replaces this loss's exact Q by a factor of
+        rank one per row (a reduced form exists and there are several
+        outputs)."""
+        return (curvature != "exact" and n_outputs > 1
+                and hasattr(self, "reduced_" + curvature))
 
 
 class SquaredError(_FactoredLoss):

@@ -175,12 +175,17 @@ class TwoLayerNetwork:
         out = np.empty((b, K), dtype=dpre.dtype)
         contract_hidden_kernel(W, dpre, self.kappa, out)
         # κ ρ δV + δb_o lives in raw output space: map through A_kᵀ.
+        out += _apply_factor(factor, self._output_part(cache, dV, db_o), True)
+        return out
+
+    def _output_part(self, cache, dV, db_o):
+        """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
+        weights and bias."""
         raw = cache.rho @ dV
         raw *= self.kappa
         if db_o is not None:
             raw += db_o
-        out += _apply_factor(factor, raw, True)
-        return out
+        return raw
 
     def vjp(self, theta, cache, W, factor, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
@@ -325,10 +330,8 @@ class TwoLayerNetwork:
         hidden = _times_transposed(cache.Xa, dU)
         hidden *= cache.rho_deriv
         out = hidden @ V
-        out += cache.rho @ dV
         out *= self.kappa
-        if db_o is not None:
-            out += db_o
+        out += self._output_part(cache, dV, db_o)
         return out
 
     def rank_jvp(self, theta, cache, F, direction):

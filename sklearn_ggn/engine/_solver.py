@@ -76,8 +76,8 @@ def step_structure(curvature, hessian, loss, n_outputs):
     curvature : {"exact", "true_vs_rest"}
     hessian : {"diagonal", "per_unit"}
     loss : object
-        The loss (a reduced curvature applies when it has
-        ``reduced_<curvature>`` and there are several outputs).
+        The loss (its ``reduces(curvature, n_outputs)`` says whether the
+        curvature has one row per sample; a loss without it keeps Q exact).
     n_outputs : int
 
     Returns
@@ -86,9 +86,8 @@ def step_structure(curvature, hessian, loss, n_outputs):
         Empty for the exact step (K rows of the kernel system per sample,
         diagonal H); else ``{"rank": R, "per_unit": bool}``.
     """
-    reduced = (curvature != "exact" and n_outputs > 1
-               and hasattr(loss, "reduced_" + curvature))
-    rank = 1 if reduced else None
+    reduces = getattr(loss, "reduces", None)
+    rank = 1 if reduces is not None and reduces(curvature, n_outputs) else None
     per_unit = hessian == "per_unit"
     if per_unit and rank is None:
         rank = n_outputs
