@@ -411,3 +411,53 @@ def structured_gram_block_kernel(M, rho, rho_deriv, a, u, w, D_V, D_bo, VV,
             for c in range(S.shape[1]):
                 S[r, c] += D_bo[c]
     factor_transform_kernel(M @ VV, S, a, u, w, k0, k1, gram)
+
+
+# ------------------------------------------------ per-unit H (hessian="per_unit")
+
+
+@njit(**NUMBA_OPTIONS)
+def per_unit_kernel(D, n, d_aug, K, unit_D):
+    """Give every parameter of hidden unit i (its d̂ input weights and K
+    output weights; ``D`` laid out as θ) the unit's mean curvature: in place,
+    ``D ← 1/h_i`` with ``h_i`` the mean of ``1/D`` over them, and
+    ``unit_D[i] = 1/h_i``. The output biases keep theirs."""
+    p_u = n * d_aug
+    for i in range(n):
+        h = 0.0
+        for j in range(d_aug):
+            h += 1.0 / D[i * d_aug + j]
+        for c in range(K):
+            h += 1.0 / D[p_u + i * K + c]
+        value = D.dtype.type(1.0 / (h / (d_aug + K)))
+        unit_D[i] = value
+        for j in range(d_aug):
+            D[i * d_aug + j] = value
+        for c in range(K):
+            D[p_u + i * K + c] = value
+
+
+@njit(**NUMBA_OPTIONS)
+def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
+    """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) under a per-unit H:
+
+        ``G = κ² (W diag(uD) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1) + κ² (FᵀF) ∘ (ρ diag(uD) ρᵀ ⊗ 1)
+        + Fᵀ diag(D_bo) F``
+
+    with ``W`` (bR × n) the sensitivities ``ρ'_k ∘ (V F_k)``, ``XX = X̂X̂ᵀ``
+    (b × b, from dense or sparse rows), ``Ft`` (bR × K) the factor's columns
+    and ``D_bo`` empty without output bias: four GEMMs,
+    ``(bR)²(n + K) + b²(d̂ + n)`` flops, never ``b²·n·d̂``."""
+    m = W.shape[0]
+    gram = (W * unit_D) @ W.T
+    S = (rho * unit_D) @ rho.T
+    FF = Ft @ Ft.T
+    for row in range(m):
+        k = row // R
+        for col in range(m):
+            l = col // R
+            gram[row, col] = kappa2 * (gram[row, col] * XX[k, l]
+                                       + FF[row, col] * S[k, l])
+    if D_bo.size:
+        gram += (Ft * D_bo) @ Ft.T
+    return gram

@@ -19,23 +19,166 @@ rows instead of O(K³), and the sensitivities ``V A_k`` in O(K n) instead of
 O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 """
 
+import math
+
 import numpy as np
-from scipy.special import expit, log_expit, xlogy
+from numba import njit
+from scipy.special import expit, xlogy
+
+from ._config import NUMBA_OPTIONS
+
+# ----------------------------------------------------------------- kernels
+# Every formula of every loss is written once, here, per row of a batch: the
+# NumPy methods of the loss classes below and the compiled step
+# (engine/_compiled.py) call these kernels. A loss is a code in them; adding
+# one means a branch in each of the three kernels, its class and its entry in
+# LOSSES.
+SQUARED_ERROR, LOG_LOSS, POISSON, MULTILABEL = 0, 1, 2, 3
 
 
-# Plain NumPy softmax / log-sum-exp: scipy.special's versions go through its
-# array-API dispatch, which cost ~0.3-0.5 ms a call, 10-20 % of a small
-# mini-batch step (profile of issue 8: letter, batch 4-9).
-def logsumexp(F, axis=1):
-    top = F.max(axis=axis, keepdims=True)
-    out = np.log(np.exp(F - top).sum(axis=axis, keepdims=True)) + top
-    return np.squeeze(out, axis=axis)
+@njit(**NUMBA_OPTIONS)
+def _log_expit(x):
+    """``log σ(x)`` without overflow."""
+    if x >= 0:
+        return -math.log1p(math.exp(-x))
+    return x - math.log1p(math.exp(x))
 
 
-def softmax(F, axis=1):
-    e = np.exp(F - F.max(axis=axis, keepdims=True))
-    e /= e.sum(axis=axis, keepdims=True)
-    return e
+@njit(**NUMBA_OPTIONS)
+def _expit(x):
+    """``σ(x)`` from an exponential of a non-positive argument."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+@njit(**NUMBA_OPTIONS)
+def _mean(F, k, c):
+    """The Poisson mean ``exp(F[k, c])`` rounded to F's precision: it
+    overflows to inf where ``np.exp`` does in that precision (Φ > 709 in
+    float64, 88 in float32)."""
+    return np.float64(F.dtype.type(math.exp(F[k, c])))
+
+
+@njit(**NUMBA_OPTIONS)
+def risk_kernel(F, Y, s, code):
+    """``R = Σ_k s_k ℓ(F_k, Y_k)``, summed in float64."""
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        acc = 0.0
+        if code == SQUARED_ERROR:
+            for c in range(K):
+                diff = np.float64(F[k, c]) - Y[k, c]
+                acc += diff * diff
+            acc *= 0.5 / K
+        elif code == LOG_LOSS and K > 1:
+            top = F[k, 0]
+            for c in range(1, K):
+                top = max(top, F[k, c])
+            total_exp = 0.0
+            dot = 0.0
+            for c in range(K):
+                total_exp += math.exp(F[k, c] - top)
+                dot += np.float64(F[k, c]) * Y[k, c]
+            acc = math.log(total_exp) + top - dot
+        elif code == LOG_LOSS or code == MULTILABEL:
+            for c in range(K):
+                acc -= (Y[k, c] * _log_expit(F[k, c])
+                        + (1.0 - Y[k, c]) * _log_expit(-F[k, c]))
+        else:  # POISSON
+            for c in range(K):
+                y = np.float64(Y[k, c])
+                ylogy = y * math.log(y) if y > 0 else 0.0
+                acc += _mean(F, k, c) - y * F[k, c] + (ylogy - y)
+            acc /= K
+        total += s[k] * acc
+    return total
+
+
+@njit(**NUMBA_OPTIONS)
+def residual_parts_kernel(F, Y, s, code):
+    """``e = ∂R/∂Φ`` and the parts of the curvature factor
+    ``A_k = diag(a_k) − u_k w_kᵀ`` (``Q_k = A_k A_kᵀ``), in F's dtype."""
+    b, K = F.shape
+    e = np.empty((b, K), dtype=F.dtype)
+    a = np.empty((b, K), dtype=F.dtype)
+    u = np.zeros((b, K), dtype=F.dtype)
+    w = np.zeros((b, K), dtype=F.dtype)
+    for k in range(b):
+        if code == SQUARED_ERROR:
+            for c in range(K):
+                e[k, c] = (F[k, c] - Y[k, c]) * (s[k] / K)
+                a[k, c] = math.sqrt(s[k] / K)
+        elif code == LOG_LOSS and K > 1:
+            # A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ), using Σ π = 1
+            top = F[k, 0]
+            for c in range(1, K):
+                top = max(top, F[k, c])
+            total_exp = 0.0
+            for c in range(K):
+                total_exp += math.exp(F[k, c] - top)
+            root_s = math.sqrt(s[k])
+            for c in range(K):
+                prob = math.exp(F[k, c] - top) / total_exp
+                e[k, c] = (prob - Y[k, c]) * s[k]
+                root = math.sqrt(prob)
+                a[k, c] = root * root_s
+                u[k, c] = prob * root_s
+                w[k, c] = root
+        elif code == LOG_LOSS or code == MULTILABEL:
+            for c in range(K):
+                prob = _expit(F[k, c])
+                e[k, c] = (prob - Y[k, c]) * s[k]
+                a[k, c] = math.sqrt(s[k] * prob * (1.0 - prob))
+        else:  # POISSON
+            for c in range(K):
+                mean = _mean(F, k, c)
+                e[k, c] = (mean - Y[k, c]) * (s[k] / K)
+                a[k, c] = math.sqrt(mean * (s[k] / K))
+    return e, a, u, w
+
+
+@njit(**NUMBA_OPTIONS)
+def true_vs_rest_kernel(F, Y, s):
+    """``e`` and the true-class-versus-rest column ``f_k`` of the softmax
+    curvature (see :meth:`LogLoss.reduced_true_vs_rest`), in F's dtype."""
+    b, K = F.shape
+    e = np.empty((b, K), dtype=F.dtype)
+    f = np.empty((b, K), dtype=F.dtype)
+    prob = np.empty(K)
+    for k in range(b):
+        top = F[k, 0]
+        y = 0
+        for c in range(1, K):
+            top = max(top, F[k, c])
+            if Y[k, c] > Y[k, y]:
+                y = c
+        total_exp = 0.0
+        for c in range(K):
+            prob[c] = math.exp(F[k, c] - top)
+            total_exp += prob[c]
+        q = 0.0  # 1 − π_y without its cancellation
+        for c in range(K):
+            prob[c] /= total_exp
+            e[k, c] = (prob[c] - Y[k, c]) * s[k]
+            if c != y:
+                q += prob[c]
+        root_q = math.sqrt(q)
+        # −π_c sqrt(s π_y / q) as (π_c / sqrt q) sqrt(s π_y): π_c ≤ q
+        root = math.sqrt(s[k] * prob[y])
+        for c in range(K):
+            f[k, c] = -(prob[c] / root_q) * root if root_q > 0 else 0.0
+        f[k, y] = root * root_q
+    return e, f
+
+
+def _kernel_arrays(F, Y, s):
+    """The kernels' arguments: C-contiguous, in F's dtype."""
+    F = np.ascontiguousarray(F)
+    return (F, np.ascontiguousarray(Y, dtype=F.dtype),
+            np.ascontiguousarray(s, dtype=F.dtype))
 
 
 class FactorParts:
@@ -75,6 +218,34 @@ class FactorParts:
 # Largest |c_k| for which RankFactor.coefficients offers the solve without
 # the explicit gradient (beyond it the slope's rᵀd = cᵀJ̃d loses digits).
 MAX_COEFFICIENT = 1e6
+
+
+@njit(**NUMBA_OPTIONS)
+def coefficients_kernel(f, e, c):
+    """``c_k = f_k·e_k / f_k·f_k`` with ``e_k = c_k f_k`` for every row (f, e
+    of shape (b, K)); returns False when a row's residual is not in the span
+    of its column (a saturated probability whose factor underflowed), or a
+    ``|c_k|`` exceeds :data:`MAX_COEFFICIENT` (a confidently wrong row,
+    π_y tiny: ``c_k ~ sqrt(s q / π_y)`` would cost the slope ``rᵀd`` its
+    digits)."""
+    b, K = f.shape
+    scale = 0.0
+    for k in range(b):
+        for j in range(K):
+            scale = max(scale, abs(e[k, j]))
+    for k in range(b):
+        ff = 0.0
+        fe = 0.0
+        for j in range(K):
+            ff += f[k, j] * f[k, j]
+            fe += f[k, j] * e[k, j]
+        c[k] = fe / ff if ff > 0 else 0.0
+        if abs(c[k]) > MAX_COEFFICIENT:
+            return False
+        for j in range(K):
+            if abs(f[k, j] * c[k] - e[k, j]) > 1e-10 * scale:
+                return False
+    return True
 
 
 class RankFactor:
@@ -118,22 +289,24 @@ class RankFactor:
         """
         if self.rank != 1:
             return None
-        f = self.F[:, :, 0]
-        ff = np.einsum("kc,kc->k", f, f)
-        fe = np.einsum("kc,kc->k", f, residual)
-        c = np.divide(fe, ff, out=np.zeros_like(fe), where=ff > 0)
-        scale = np.abs(residual).max(initial=0.0)
-        if np.abs(f * c[:, None] - residual).max(initial=0.0) > 1e-10 * scale:
-            return None
-        if np.abs(c).max(initial=0.0) > MAX_COEFFICIENT:
-            # a confidently wrong row (π_y tiny): c_k ~ sqrt(s q / π_y) would
-            # cost the line search's slope its digits
-            return None
-        return c[:, None]
+        f, e = np.ascontiguousarray(self.F[:, :, 0]), np.ascontiguousarray(residual)
+        c = np.empty(f.shape[0], dtype=f.dtype)
+        return c[:, None] if coefficients_kernel(f, e, c) else None
 
 
 class _FactoredLoss:
-    """A loss whose curvature factor comes as :class:`FactorParts`."""
+    """A loss of the kernels above: its ``code`` selects the formulas."""
+
+    code = None
+
+    def risk(self, F, Y, s):
+        """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
+        return float(risk_kernel(*_kernel_arrays(F, Y, s), self.code))
+
+    def residual_and_parts(self, F, Y, s):
+        """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
+        e, a, u, w = residual_parts_kernel(*_kernel_arrays(F, Y, s), self.code)
+        return e, FactorParts(a, u, w)
 
     def residual_and_factor(self, F, Y, s):
         """``e`` and the dense factor ``A`` (b, K, K)."""
@@ -160,45 +333,29 @@ class _FactoredLoss:
 
 
 class SquaredError(_FactoredLoss):
-    """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``Q_k = (s_k/K) I``."""
+    """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``e_k = s_k (F_k − y_k)/K``,
+    ``Q_k = (s_k/K) I`` factored as ``A_k = sqrt(s_k/K) I``."""
 
     name = "squared_error"
-
-    def risk(self, F, Y, s):
-        K = F.shape[1]
-        diff = F - Y
-        return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / K
+    code = SQUARED_ERROR
 
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (the weighted mean of Y)."""
         diff = Y - s @ Y
         return 0.5 * float(np.dot(s, np.einsum("ij,ij->i", diff, diff))) / Y.shape[1]
 
-    def residual_and_parts(self, F, Y, s):
-        b, K = F.shape
-        residual = (F - Y) * (s / K)[:, None]
-        a = np.repeat(np.sqrt(s / K).astype(F.dtype, copy=False)[:, None], K, axis=1)
-        return residual, FactorParts.diagonal(a)
-
 
 class LogLoss(_FactoredLoss):
     """Cross-entropy of softmax(F) (K ≥ 2 logits) or sigmoid(F) (one logit).
 
-    Softmax: ``Q_k = s_k (diag π_k − π_k π_kᵀ)`` factored as
+    Softmax: ``ℓ = log Σ_c exp(F_c) − F_y``, ``e_k = s_k (π_k − y_k)``,
+    ``Q_k = s_k (diag π_k − π_k π_kᵀ)`` factored as
     ``A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ)`` (uses Σ π = 1).
     Sigmoid: ``Q_k = s_k π_k (1 − π_k)``.
     """
 
     name = "log_loss"
-
-    def risk(self, F, Y, s):
-        if F.shape[1] == 1:
-            f, y = F[:, 0], Y[:, 0]
-            # −[y log σ(f) + (1−y) log σ(−f)], stable for large |f|
-            losses = -(y * log_expit(f) + (1.0 - y) * log_expit(-f))
-        else:
-            losses = logsumexp(F, axis=1) - np.einsum("ij,ij->i", F, Y)
-        return float(np.dot(s, losses))
+    code = LOG_LOSS
 
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (the weighted class priors)."""
@@ -209,20 +366,12 @@ class LogLoss(_FactoredLoss):
         return float(-np.dot(prior, np.log(prior)))
 
     def probabilities(self, F):
+        """The predicted probabilities: σ(F) for one logit, else softmax(F)."""
         if F.shape[1] == 1:
             return expit(F)
-        return softmax(F, axis=1)
-
-    def residual_and_parts(self, F, Y, s):
-        prob = self.probabilities(F)
-        residual = (prob - Y) * s[:, None]
-        if F.shape[1] == 1:
-            a = np.sqrt(s * prob[:, 0] * (1.0 - prob[:, 0]))[:, None]
-            return residual, FactorParts.diagonal(a.astype(F.dtype, copy=False))
-        # A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ)
-        sqrt_prob = np.sqrt(prob)
-        root_s = np.sqrt(s)[:, None]
-        return residual, FactorParts(sqrt_prob * root_s, prob * root_s, sqrt_prob)
+        e = np.exp(F - F.max(axis=1, keepdims=True))
+        e /= e.sum(axis=1, keepdims=True)
+        return e
 
     def reduced_true_vs_rest(self, F, Y, s):
         """``e`` and the true-class-versus-rest factor of the softmax curvature.
@@ -238,21 +387,8 @@ class LogLoss(_FactoredLoss):
         curvature is a lower bound of the exact one; the gradient
         ``π − e_y = −q (e_y − r)`` lies in the span of F.
         """
-        prob = self.probabilities(F)
-        residual = (prob - Y) * s[:, None]
-        rows = np.arange(F.shape[0])
-        y = Y.argmax(axis=1)
-        p_y = prob[rows, y]
-        rest = prob.copy()
-        rest[rows, y] = 0.0
-        q = rest.sum(axis=1)  # 1 − π_y without its cancellation
-        root_q = np.sqrt(q)
-        # −π_c sqrt(s π_y / q) as (π_c / sqrt q) sqrt(s π_y): π_c ≤ q, no overflow
-        column = np.divide(rest, root_q[:, None], out=np.zeros_like(rest),
-                           where=root_q[:, None] > 0)
-        column *= -np.sqrt(s * p_y)[:, None]
-        column[rows, y] = np.sqrt(s * p_y) * root_q
-        return residual, RankFactor(column[:, :, None].astype(F.dtype, copy=False))
+        residual, column = true_vs_rest_kernel(*_kernel_arrays(F, Y, s))
+        return residual, RankFactor(column[:, :, None])
 
 
 class PoissonLoss(_FactoredLoss):
@@ -281,6 +417,7 @@ class PoissonLoss(_FactoredLoss):
     """
 
     name = "poisson"
+    code = POISSON
 
     @staticmethod
     def mean(F):
@@ -288,23 +425,11 @@ class PoissonLoss(_FactoredLoss):
         with np.errstate(over="ignore"):
             return np.exp(F)
 
-    def risk(self, F, Y, s):
-        K = F.shape[1]
-        with np.errstate(over="ignore", invalid="ignore"):
-            losses = self.mean(F) - Y * F + (xlogy(Y, Y) - Y)
-            return float(np.dot(s, losses.sum(axis=1))) / K
-
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (the weighted mean of Y)."""
         mean = s @ Y
         losses = mean - xlogy(Y, mean) + xlogy(Y, Y) - Y
         return float(np.dot(s, losses.sum(axis=1))) / Y.shape[1]
-
-    def residual_and_parts(self, F, Y, s):
-        K = F.shape[1]
-        lam = self.mean(F)
-        residual = (lam - Y) * (s / K)[:, None]
-        return residual, FactorParts.diagonal(np.sqrt(lam * (s / K)[:, None]))
 
 
 class MultilabelLogLoss(_FactoredLoss):
@@ -319,10 +444,7 @@ class MultilabelLogLoss(_FactoredLoss):
     """
 
     name = "multilabel_log_loss"
-
-    def risk(self, F, Y, s):
-        losses = -(Y * log_expit(F) + (1.0 - Y) * log_expit(-F))
-        return float(np.dot(s, losses.sum(axis=1)))
+    code = MULTILABEL
 
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (each label's weighted rate)."""
@@ -330,13 +452,8 @@ class MultilabelLogLoss(_FactoredLoss):
         return float(-np.sum(xlogy(rate, rate) + xlogy(1.0 - rate, 1.0 - rate)))
 
     def probabilities(self, F):
+        """Each label's probability σ(F)."""
         return expit(F)
-
-    def residual_and_parts(self, F, Y, s):
-        prob = expit(F)
-        residual = (prob - Y) * s[:, None]
-        a = np.sqrt(s[:, None] * prob * (1.0 - prob))
-        return residual, FactorParts.diagonal(a.astype(F.dtype, copy=False))
 
 
 LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,

@@ -31,6 +31,7 @@ from ._kernels import (
     hidden_gram_combine_kernel,
     outer_products_kernel,
     output_gram_kernel,
+    per_unit_kernel,
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
     sensitivities_kernel,
@@ -39,6 +40,7 @@ from ._kernels import (
     sparse_transposed_rows_times_kernel,
     structured_gram_block_kernel,
     structured_sensitivities_kernel,
+    unit_gram_kernel,
 )
 from ._losses import FactorParts, RankFactor
 
@@ -365,22 +367,10 @@ class TwoLayerNetwork:
         Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape(b * R, K)
         Xa = cache.Xa
         if unit_D is not None:
-            Wf = W.reshape(b * R, n)
-            gram = (Wf * unit_D) @ Wf.T
-            XX = _inner_products(Xa)
-            S = (cache.rho * unit_D) @ cache.rho.T
-            if R == 1:
-                gram *= XX
-                S *= Ft @ Ft.T
-                gram += S
-            else:
-                gram4 = gram.reshape(b, R, b, R)
-                gram4 *= XX[:, None, :, None]
-                gram4 += (Ft @ Ft.T).reshape(b, R, b, R) * S[:, None, :, None]
-            gram *= kappa2
-            if D_bo is not None:
-                gram += (Ft * D_bo) @ Ft.T
-            return gram
+            D_bo = np.empty(0, dtype) if D_bo is None else np.ascontiguousarray(D_bo)
+            return unit_gram_kernel(np.ascontiguousarray(W).reshape(b * R, n),
+                                    np.ascontiguousarray(unit_D), _inner_products(Xa),
+                                    cache.rho, Ft, D_bo, kappa2, R)
         sparse = sp.issparse(Xa)
         itemsize = np.dtype(dtype).itemsize
         per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
@@ -406,14 +396,9 @@ class TwoLayerNetwork:
         unit_D : ndarray of shape (n,)
             ``1/h_i``.
         """
-        D_U, D_V, _ = self.unpack(D)
-        h = (1.0 / D_U).sum(axis=1) + (1.0 / D_V).sum(axis=1)
-        h /= self.d_aug + self.n_outputs
-        unit_D = (1.0 / h).astype(D.dtype, copy=False)
-        D_unit = D.copy()
-        U_, V_, _ = self.unpack(D_unit)
-        U_[:] = unit_D[:, None]
-        V_[:] = unit_D[:, None]
+        D_unit = np.array(D)
+        unit_D = np.empty(self.n_hidden, dtype=D_unit.dtype)
+        per_unit_kernel(D_unit, self.n_hidden, self.d_aug, self.n_outputs, unit_D)
         return D_unit, unit_D
 
     @staticmethod

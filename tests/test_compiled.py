@@ -1,11 +1,14 @@
-"""The compiled mini-batch epoch is the Python epoch (engine/_compiled.py).
+"""The compiled step (engine/_compiled.py) is the NumPy route's step.
 
 Every configuration is solved twice from the same θ₀ and random state, once
-with ``compiled=True`` and once with the Python loop, and everything the
-solver reports is compared: parameters, per-epoch records, status and
-reason, steps taken and the adapted damping state. They differ by round-off
-only (the compiled functions call the same kernels; a few sums run in
-another order), so the tolerance is tight.
+with ``compiled=True`` and once on the NumPy route (``Problem.linearize``,
+``Linearization.direction``), and everything the solver reports is
+compared: parameters, per-epoch records, status and reason, steps taken and
+the adapted damping state. They differ by round-off only (both call the same
+loss, regularizer, activation and Gram kernels; a few sums run in another
+order), so the tolerance is tight. Both step structures are covered: the
+exact step (``curvature="exact", hessian="diagonal"``) and the structured
+default (per-unit H, true-vs-rest curvature).
 """
 
 import numpy as np
@@ -37,6 +40,8 @@ def _data(loss, K, n=90, d=5, seed=0, weights="uniform"):
         Y = labels[:, None].astype(float) if K == 1 else np.eye(K)[labels]
     elif loss == "poisson":
         Y = rng.poisson(np.exp(0.3 * X[:, :K]))
+    elif loss == "multilabel_log_loss":
+        Y = (X[:, :K] + 0.5 * rng.standard_normal((n, K)) > 0).astype(float)
     else:
         Y = np.column_stack([np.sin(X[:, c]) + 0.1 * rng.standard_normal(n)
                              for c in range(K)])
@@ -61,13 +66,18 @@ def _problem(loss="log_loss", K=3, activation="silu", regularizer="pseudo_huber"
     return problem, theta0
 
 
+STRUCTURED = dict(curvature="true_vs_rest", hessian="per_unit")
+
+
 def _solver(compiled, damping="adaptive", line_search=True, batch=12,
-            max_iter=3, shuffle=True):
+            max_iter=3, shuffle=True, step="exact"):
     damping = (AdaptiveDamping(unit=2.0) if damping == "adaptive"
                else FixedDamping(damping))
+    structure = STRUCTURED if step == "structured" else {}
     return GGNScoreSolver(damping, AdaptiveStepSize(0.95),
                           ArmijoLineSearch() if line_search else None, "dual",
-                          Batching(batch, shuffle), max_iter, compiled=compiled)
+                          Batching(batch, shuffle), max_iter, compiled=compiled,
+                          **structure)
 
 
 def _solve_both(problem, theta0, **solver_kw):
@@ -105,7 +115,7 @@ def _assert_same(results, rtol=1e-9, normwise=False):
 
 @pytest.mark.parametrize("loss,K", [("log_loss", 2), ("log_loss", 4),
                                     ("squared_error", 2), ("squared_error", 3),
-                                    ("poisson", 2)])
+                                    ("poisson", 2), ("multilabel_log_loss", 3)])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_compiled_epoch_equals_python_epoch_losses(loss, K, fit_intercept):
     problem, theta0 = _problem(loss, K, fit_intercept=fit_intercept)
@@ -127,7 +137,8 @@ def test_compiled_sigmoid_and_single_output_kernels(loss):
     problem.network.n_outputs = 2  # pass the gate, then restore K = 1
     arguments = compiled_epoch_arguments(solver, problem)
     problem.network.n_outputs = 1
-    arguments["net"] = (7, 1) + arguments["net"][2:]
+    model = arguments["model"]
+    arguments["model"] = model[:1] + ((7, 1) + model[1][2:],) + model[2:]
     batches = solver.batching.epoch(problem.n_samples, np.random.RandomState(0))
     ours = _compiled.run_compiled_epoch(arguments, solver.damping, theta0,
                                         batches, SolverState())
@@ -230,8 +241,9 @@ def test_compiled_epoch_carries_state_across_solves():
 
 
 def test_what_runs_in_python():
-    """float32, sparse inputs, the primal form, full batch and custom losses
-    run the Python loop; the estimators' float64 mini-batch fits compile."""
+    """The exact step in float32, sparse inputs, the primal form, full batch
+    and custom losses take the NumPy route; float64 mini-batch fits of the
+    exact step compile."""
     problem, _ = _problem("log_loss", 3)
     assert compiled_epoch_arguments(_prepared(problem), problem) is not None
     off = _prepared(problem)
@@ -252,11 +264,6 @@ def test_what_runs_in_python():
 
     cases["custom loss"] = Problem(net, MyLoss(), REGULARIZERS["pseudo_huber"](2.0),
                                    1e-3, X, Y, w)
-    # a loss without a code in the compiled epoch (multilabel targets)
-    multilabel = (np.random.default_rng(3).random(Y.shape) > 0.5).astype(float)
-    cases["multilabel"] = Problem(net, LOSSES["multilabel_log_loss"](),
-                                  REGULARIZERS["pseudo_huber"](2.0), 1e-3, X,
-                                  multilabel, w)
     for name, prob in cases.items():
         assert compiled_epoch_arguments(_prepared(prob), prob) is None, name
     primal = _solver(True)
@@ -365,16 +372,172 @@ def test_compiled_epoch_checks_shapes():
                                      batches, SolverState())
 
 
-def test_compiled_poisson_risk_overflows_where_numpy_does():
+def test_poisson_risk_kernel_overflows_where_numpy_does():
+    """The Poisson mean overflows to inf exactly where ``np.exp`` does, in
+    float64 and in float32, against the risk written out with NumPy."""
+    from scipy.special import xlogy
+
+    from sklearn_ggn._losses import POISSON, risk_kernel
+
+    for dtype, edge in ((np.float64, 709.78), (np.float32, 88.72)):
+        F = np.array([[edge, 0.0], [edge + 0.1, 1.0]], dtype=dtype)
+        Y = np.ones((2, 2), dtype=dtype)
+        for rows in ([0], [1]):
+            s = np.ones(1, dtype=dtype)
+            ours = risk_kernel(F[rows], Y[rows], s, POISSON)
+            with np.errstate(over="ignore"):
+                mean = np.exp(F[rows])
+            ref = float(np.sum(mean - Y[rows] * F[rows]
+                               + (xlogy(Y[rows], Y[rows]) - Y[rows]))) / 2
+            assert np.isinf(ours) == np.isinf(ref)
+            if np.isfinite(ref):
+                assert ours == pytest.approx(ref, rel=1e-6)
+        assert np.isfinite(risk_kernel(F[[0]], Y[[0]], np.ones(1, dtype), POISSON))
+
+
+# ------------------------------------------------ the structured (default) step
+STRUCTURED_CASES = [("log_loss", 3), ("log_loss", 5), ("log_loss", 1),
+                    ("squared_error", 1), ("poisson", 1),
+                    ("multilabel_log_loss", 1)]
+
+
+def _structure_of(problem, **solver_kw):
     from sklearn_ggn.engine import _compiled
 
-    F = np.array([[709.781, 0.0], [710.0, 1.0]])
-    Y = np.ones((2, 2))
-    for rows in ([0], [1]):
-        s = np.ones(1)
-        ours = _compiled._risk(F[rows], Y[rows], s, 2)
-        with np.errstate(over="ignore"):
-            ref = LOSSES["poisson"]().risk(F[rows], Y[rows], s)
-        assert ours == pytest.approx(ref, rel=1e-12) or (np.isinf(ours)
-                                                         and np.isinf(ref))
-    assert np.isfinite(_compiled._risk(F[[0]], Y[[0]], np.ones(1), 2))
+    solver = _solver(True, **solver_kw)
+    solver.prepare(problem, SolverState())
+    if solver._compiled is None:
+        return None
+    return {_compiled.EXACT: "exact", _compiled.UNIT: "unit"}[
+        solver._compiled["model"][0]]
+
+
+@pytest.mark.parametrize("loss,K", STRUCTURED_CASES)
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_structured_compiled_step_equals_numpy_route(loss, K, fit_intercept):
+    problem, theta0 = _problem(loss, K, fit_intercept=fit_intercept)
+    assert _structure_of(problem, step="structured") == "unit"
+    _assert_same(_solve_both(problem, theta0, step="structured"))
+
+
+@pytest.mark.parametrize("activation", ["silu", "relu", "tanh", "identity"])
+@pytest.mark.parametrize("regularizer", ["pseudo_huber", "ostrovskii_bach", "l2"])
+def test_structured_compiled_step_activations_regularizers(activation, regularizer):
+    problem, theta0 = _problem("log_loss", 3, activation=activation,
+                               regularizer=regularizer)
+    _assert_same(_solve_both(problem, theta0, step="structured"))
+
+
+@pytest.mark.parametrize("weights", ["random", "zero_batch"])
+@pytest.mark.parametrize("damping,line_search", [("adaptive", True),
+                                                 ("adaptive", False),
+                                                 (1.0, True), (0.3, False)])
+def test_structured_compiled_step_weights_and_strategies(weights, damping,
+                                                         line_search):
+    problem, theta0 = _problem("log_loss", 3, weights=weights)
+    _assert_same(_solve_both(problem, theta0, damping=damping, step="structured",
+                             line_search=line_search,
+                             shuffle=weights == "random"))
+
+
+def test_structured_compiled_step_rejects_and_refines_like_numpy():
+    """Tiny batches undo steps; a tiny τ with a tiny fixed damping makes D
+    huge, so the solve without the explicit gradient is declined and the
+    dual solve of the explicit gradient is refined — on both routes."""
+    from sklearn_ggn.engine import _linearization
+
+    problem, theta0 = _problem("log_loss", 4, tau=1e-4, n_hidden=12)
+    results = _solve_both(problem, theta0, batch=3, max_iter=4, step="structured")
+    assert results[1][1].damping.n_rejected > 0
+    _assert_same(results)
+    problem, theta0 = _problem("squared_error", 1, tau=1e-6)
+    calls = []
+    original = _linearization.Linearization.primal_residual
+
+    def spy(self, d, r):
+        calls.append(1)
+        return original(self, d, r)
+
+    _linearization.Linearization.primal_residual = spy
+    try:
+        results = _solve_both(problem, theta0, damping=1e-6, max_iter=2,
+                              step="structured")
+    finally:
+        _linearization.Linearization.primal_residual = original
+    assert calls  # the NumPy route refined
+    _assert_same(results, rtol=1e-7, normwise=True)
+
+
+@pytest.mark.parametrize("loss,reason", [("log_loss", "objective grew"),
+                                         ("poisson", "non-finite objective")])
+def test_structured_compiled_step_diverges_like_numpy(loss, reason):
+    problem, theta0 = _problem(loss, 3 if loss == "log_loss" else 1, tau=1e-8,
+                               scale_x=100.0)
+    results = _solve_both(problem, theta0, damping=1e-3, line_search=False,
+                          batch=3, step="structured")
+    assert results[1][0].status == "diverged"
+    assert results[1][0].reason.startswith(reason)
+    _assert_same(results)
+
+
+def test_structured_compiled_step_float32():
+    """float32 runs compiled too; its step is the float64 one to float32
+    accuracy (a direction whose estimated error is too large is computed
+    again in float64), and the NumPy route's float32 step (with
+    mixed-precision refinement instead) agrees as closely."""
+    from sklearn_ggn.engine import _compiled
+
+    problem, theta0 = _problem("log_loss", 3)
+    X, Y, w = _data("log_loss", 3)
+    net = problem.network
+    single = Problem(net, problem.loss, problem.regularizer, problem.tau,
+                     X.astype(np.float32), Y.astype(np.float32),
+                     w.astype(np.float32))
+    assert _structure_of(single, step="structured") == "unit"
+    reference = _solver(True, step="structured").solve(
+        problem, theta0, np.random.RandomState(0))
+    out = {}
+    for compiled in (True, False):
+        solver = _solver(compiled, step="structured")
+        result = solver.solve(single, theta0.astype(np.float32),
+                              np.random.RandomState(0))
+        assert result.theta.dtype == np.float32
+        out[compiled] = result.theta
+    scale = np.linalg.norm(reference.theta)
+    for theta in out.values():
+        assert np.linalg.norm(theta - reference.theta) <= 1e-4 * scale
+
+
+def test_structured_float32_direction_falls_back_to_float64():
+    """A float32 structured direction whose error estimate exceeds the
+    tolerance (here ‖D r‖/‖d‖ is huge: tiny τ and damping) asks for float64
+    (status FLOAT64), and the step's direction is then the float64 one
+    rounded to float32."""
+    from sklearn_ggn.engine import _compiled
+
+    problem, theta0 = _problem("squared_error", 1, tau=1e-6)
+    solver = _solver(True, damping=1e-6, step="structured")
+    solver.prepare(problem, SolverState())
+    model = solver._compiled["model"]
+    structure, net, loss, reduced, reg_code, mu, tau, _ = model
+    Xa, Y, w = solver._compiled["data"]
+    s = w[:12] / w[:12].sum()
+    directions = {}
+    for dtype in (np.float64, np.float32):
+        args = [a.astype(dtype) for a in (theta0, Xa[:12], Y[:12], s)]
+        _, _, rho, rho_d, F = _compiled._objective(args[0], 0.0, *args[1:], net,
+                                                   loss, True)
+        ws = np.empty((9, theta0.size), dtype=dtype)
+        status = _compiled._unit_direction(*args, rho, rho_d, F, net, loss,
+                                           reduced, reg_code, mu, tau, 1e-6, ws)[0]
+        if dtype == np.float32:
+            assert status == _compiled.FLOAT64
+        ws = np.empty((9, theta0.size), dtype=dtype)
+        status, d, _, _ = _compiled._direction(structure, *args, rho, rho_d, F,
+                                               net, loss, reduced, reg_code, mu,
+                                               tau, 1e-6, ws)
+        assert status == _compiled.OK
+        directions[dtype] = d.copy()
+    np.testing.assert_allclose(directions[np.float32],
+                               directions[np.float64].astype(np.float32),
+                               rtol=1e-3, atol=1e-3 * np.abs(directions[np.float64]).max())

@@ -18,7 +18,17 @@ def test_engine_reproduces_stored_fits(name):
         if key == "counts" or SAME_BLAS:
             # same BLAS kernel, one thread: bit for bit
             np.testing.assert_array_equal(value, stored, err_msg=f"{name}/{key}")
+        elif stored.dtype == np.float32:
+            # another BLAS kernel sums in another order. A float32 fit's
+            # round-off grows over its steps: the stored float32 fits are
+            # themselves 2e-5 to 1.4e-4 (of their largest weight) from the
+            # same fits in float64 (engine_reference.py), and on an AMD EPYC
+            # (OpenBLAS Haswell kernels; stored: SkylakeX) reg_full_float32
+            # moved by 6.9e-5 of it
+            scale = float(np.abs(stored).max(initial=0.0))
+            np.testing.assert_allclose(value, stored, rtol=0, atol=1e-3 * scale,
+                                       err_msg=f"{name}/{key}")
         else:
-            # another BLAS kernel sums in another order: round-off only
+            # float64: round-off only
             np.testing.assert_allclose(value, stored, rtol=1e-6, atol=1e-9,
                                        err_msg=f"{name}/{key}")

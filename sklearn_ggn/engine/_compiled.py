@@ -1,23 +1,24 @@
-"""One mini-batch epoch of GGN-SCORE as a single compiled function.
+"""The GGN-SCORE mini-batch step as compiled code, and the epoch that loops
+over it.
 
-The solver's Python loop (``Solver._epoch``) spends most of a small step in
-the interpreter: at the batch sizes mini-batch GGN can afford (b·K ≈ 250),
-the Gram, the Cholesky factorization and the triangular solves take well
-under a millisecond, the glue between them as long again. This module runs
-the same epoch — the same batches, adaptive damping test, step, step size,
-line search and divergence checks, in the same order — inside one numba
-function, calling the very kernels of the Python path (activations,
-regularizer passes, structured Gram, sensitivities, Jacobian contractions,
-triangular solves). It differs from the Python path only in round-off, and
-``tests/test_compiled.py`` holds the two to each other.
+:func:`step` is one step on one batch — the adaptive damping's test of the
+last step on this batch, the divergence check, the direction, the step size
+and the line search — for both structures of the step: the exact one
+(``curvature="exact", hessian="diagonal"``, the paper's) and the default
+structured one (per-unit H and one row of the kernel system per sample).
+:func:`minibatch_epoch` runs it over a range of batches. The Python driver
+(``Solver._epoch``) calls :func:`minibatch_epoch` for segments of
+:data:`SEGMENT_BATCHES` batches, down to one batch at a time: the drivers
+differ only in who runs the loop over the batches.
 
-It covers the estimators' mini-batch configurations with several outputs
-in float64 with dense inputs and the dual form; anything else runs in
-Python (:func:`compiled_epoch_arguments` returns None for it): float32,
-sparse inputs, the primal form, custom losses, regularizers, networks or
-strategies, and one output, whose batches of 256 rows amortize the loop and
-whose Gram is one BLAS syrk in the Python path (the pairwise Gram compiled
-here was 3-7x slower there).
+The formulas come from the kernels below them: the losses'
+(``_losses.risk_kernel``, ``residual_parts_kernel``, ``true_vs_rest_kernel``),
+the regularizers' (``_regularizers``), the activations' and the Gram's
+(``_kernels``). The NumPy route (``Problem.linearize`` /
+``Linearization.direction``) calls the same kernels; it serves what
+:func:`supports` declines (sparse inputs, the primal form, full batches,
+custom losses, regularizers, networks or strategies) and is the reference
+the tests hold this module to.
 """
 
 import math
@@ -33,13 +34,26 @@ from .._kernels import (
     contract_outputs_kernel,
     outer_products_kernel,
     pair_products_kernel,
+    per_unit_kernel,
     structured_gram_block_kernel,
     structured_sensitivities_kernel,
+    unit_gram_kernel,
 )
-from .._losses import LogLoss, PoissonLoss, SquaredError
+from .._losses import (
+    LOSSES,
+    coefficients_kernel,
+    residual_parts_kernel,
+    risk_kernel,
+    true_vs_rest_kernel,
+)
 from .._network import _BLOCK_BYTES, TwoLayerNetwork
 from .._regularizers import REGULARIZERS, _step_quantities_kernel, _value_sum_kernel
-from ._linearization import LARGE_CHOLESKY, REFINE_CANCELLATION
+from ._linearization import (
+    LARGE_CHOLESKY,
+    MAX_CONTRACTION,
+    MIXED_TOLERANCE,
+    REFINE_CANCELLATION,
+)
 from ._problem import Problem
 from ._strategies import (
     DIVERGENCE_FACTOR,
@@ -50,10 +64,13 @@ from ._strategies import (
     FixedDamping,
 )
 
-_LOSS_CODES = {SquaredError: 0, LogLoss: 1, PoissonLoss: 2}
+# The step's structure: the exact step, or per-unit H with one kernel row
+# per sample (the default).
+EXACT, UNIT = 0, 1
 
-# Status codes of an epoch (0: completed)
-OK, NON_FINITE, GREW, NOT_PD, DIRECTION, PARAMETERS, SYSTEM = 0, 1, 2, 3, 4, 5, 6
+# Status codes of a step (0: completed). FLOAT64: a float32 direction whose
+# estimated error is too large, to be computed again in float64.
+OK, NON_FINITE, GREW, NOT_PD, DIRECTION, PARAMETERS, SYSTEM, FLOAT64 = range(8)
 MESSAGES = {
     NON_FINITE: "non-finite objective or parameters",
     SYSTEM: "the Gauss-Newton system has non-finite entries",
@@ -66,14 +83,15 @@ MESSAGES = {
 # ------------------------------------------------------------ network
 @njit(**NUMBA_OPTIONS)
 def _forward(theta, Xb, n, K, kappa, act, fit_intercept, with_deriv):
-    """ρ, ρ' (or ρ again without derivatives) and the outputs Φ on a batch."""
+    """ρ, ρ' (or ρ again without derivatives) and the outputs Φ on a batch,
+    in θ's dtype."""
     b, d_aug = Xb.shape
     p_u = n * d_aug
     U = theta[:p_u].reshape((n, d_aug))
     V = theta[p_u:p_u + n * K].reshape((n, K))
     pre = Xb @ U.T
-    rho = np.empty((b, n))
-    rho_d = np.empty((b, n)) if with_deriv else rho
+    rho = np.empty((b, n), dtype=theta.dtype)
+    rho_d = np.empty((b, n), dtype=theta.dtype) if with_deriv else rho
     _activate_kernel(pre.reshape(b * n), act, rho.reshape(b * n),
                      rho_d.reshape(b * n), with_deriv)
     F = rho @ V
@@ -86,134 +104,13 @@ def _forward(theta, Xb, n, K, kappa, act, fit_intercept, with_deriv):
 
 
 @njit(**NUMBA_OPTIONS)
-def _log_expit(x):
-    if x >= 0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
-
-
-@njit(**NUMBA_OPTIONS)
-def _risk(F, Y, s, loss):
-    """``Σ_k s_k ℓ(F_k, Y_k)`` (the formulas of ``_losses``)."""
-    b, K = F.shape
-    total = 0.0
-    for k in range(b):
-        acc = 0.0
-        if loss == 0:
-            for c in range(K):
-                diff = F[k, c] - Y[k, c]
-                acc += diff * diff
-            acc *= 0.5 / K
-        elif loss == 1:
-            if K == 1:
-                acc = -(Y[k, 0] * _log_expit(F[k, 0])
-                        + (1.0 - Y[k, 0]) * _log_expit(-F[k, 0]))
-            else:
-                top = F[k, 0]
-                for c in range(1, K):
-                    top = max(top, F[k, c])
-                total_exp = 0.0
-                dot = 0.0
-                for c in range(K):
-                    total_exp += math.exp(F[k, c] - top)
-                    dot += F[k, c] * Y[k, c]
-                acc = math.log(total_exp) + top - dot
-        else:
-            for c in range(K):
-                y = Y[k, c]
-                ylogy = y * math.log(y) if y > 0 else 0.0
-                f = F[k, c]
-                mean = math.exp(f)  # inf on overflow, as np.exp
-                acc += mean - y * f + (ylogy - y)
-            acc /= K
-        total += s[k] * acc
-    return total
-
-
-@njit(**NUMBA_OPTIONS)
-def _residual_and_parts(F, Y, s, loss):
-    """``e = ∂R/∂Φ`` and the factor parts ``A_k = diag(a_k) − u_k w_kᵀ``."""
-    b, K = F.shape
-    e = np.empty((b, K))
-    a = np.empty((b, K))
-    u = np.zeros((b, K))
-    w = np.zeros((b, K))
-    for k in range(b):
-        if loss == 0:
-            for c in range(K):
-                e[k, c] = (F[k, c] - Y[k, c]) * (s[k] / K)
-                a[k, c] = math.sqrt(s[k] / K)
-        elif loss == 1:
-            if K == 1:
-                f = F[k, 0]
-                prob = 1.0 / (1.0 + math.exp(-f)) if f >= 0 else \
-                    math.exp(f) / (1.0 + math.exp(f))
-                e[k, 0] = (prob - Y[k, 0]) * s[k]
-                a[k, 0] = math.sqrt(s[k] * prob * (1.0 - prob))
-            else:
-                top = F[k, 0]
-                for c in range(1, K):
-                    top = max(top, F[k, c])
-                total_exp = 0.0
-                for c in range(K):
-                    e[k, c] = math.exp(F[k, c] - top)
-                    total_exp += e[k, c]
-                root_s = math.sqrt(s[k])
-                for c in range(K):
-                    prob = e[k, c] / total_exp
-                    e[k, c] = (prob - Y[k, c]) * s[k]
-                    root = math.sqrt(prob)
-                    a[k, c] = root * root_s
-                    u[k, c] = prob * root_s
-                    w[k, c] = root
-        else:
-            for c in range(K):
-                mean = math.exp(F[k, c])  # inf on overflow, as np.exp
-                e[k, c] = (mean - Y[k, c]) * (s[k] / K)
-                a[k, c] = math.sqrt(mean * (s[k] / K))
-    return e, a, u, w
-
-
-@njit(**NUMBA_OPTIONS)
 def _objective(theta, reg, Xb, Yb, s, net, loss, with_deriv):
     """``(L, R, ρ, ρ', Φ)`` of θ on a batch, given ``reg = g(θ)``."""
     n, K, kappa, act, fit_intercept = net
     rho, rho_d, F = _forward(theta, Xb, n, K, kappa, act, fit_intercept,
                              with_deriv)
-    risk = _risk(F, Yb, s, loss)
+    risk = risk_kernel(F, Yb, s, loss)
     return risk + reg, risk, rho, rho_d, F
-
-
-@njit(**NUMBA_OPTIONS)
-def _apply_parts(a, u, w, z, transpose):
-    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` per row."""
-    b, K = z.shape
-    out = np.empty((b, K))
-    for k in range(b):
-        dot = 0.0
-        for c in range(K):
-            dot += (u[k, c] if transpose else w[k, c]) * z[k, c]
-        for c in range(K):
-            out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
-    return out
-
-
-@njit(**NUMBA_OPTIONS)
-def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
-    """``J̃ v`` (b × K)."""
-    b, d_aug = Xb.shape
-    p_u = n * d_aug
-    dpre = Xb @ v[:p_u].reshape((n, d_aug)).T
-    out = np.empty((b, K))
-    contract_hidden_kernel(W, dpre, kappa, out)
-    raw = rho @ v[p_u:p_u + n * K].reshape((n, K))
-    for k in range(b):
-        for c in range(K):
-            raw[k, c] *= kappa
-            if fit_intercept:
-                raw[k, c] += v[p_u + n * K + c]
-    out += _apply_parts(a, u, w, raw, True)
-    return out
 
 
 @njit(**NUMBA_OPTIONS)
@@ -237,9 +134,125 @@ def _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out):
 
 
 @njit(**NUMBA_OPTIONS)
+def _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, out):
+    """``out = Jᵀ e``: the hidden layer's error ``κ ρ' ∘ (e Vᵀ)`` is one
+    GEMM."""
+    hidden = e @ V.T
+    b = e.shape[0]
+    for k in range(b):
+        for i in range(n):
+            hidden[k, i] *= rho_d[k, i] * kappa
+    _backpropagate(hidden, e, Xb, rho, n, K, kappa, fit_intercept, out)
+
+
+@njit(**NUMBA_OPTIONS)
+def _output_part(v, rho, n, d_aug, K, kappa, fit_intercept):
+    """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
+    weights and bias of a direction ``v``."""
+    p_u = n * d_aug
+    raw = rho @ v[p_u:p_u + n * K].reshape((n, K))
+    for k in range(raw.shape[0]):
+        for c in range(K):
+            raw[k, c] *= kappa
+            if fit_intercept:
+                raw[k, c] += v[p_u + n * K + c]
+    return raw
+
+
+@njit(**NUMBA_OPTIONS)
+def _all_finite(x):
+    """Whether every entry of a vector is finite (no temporary array)."""
+    for m in range(x.size):
+        if not np.isfinite(x[m]):
+            return False
+    return True
+
+
+@njit(**NUMBA_OPTIONS)
+def _axpy(theta, alpha, d):
+    """``θ − α d`` as a new vector (one pass)."""
+    out = np.empty(theta.size, dtype=theta.dtype)
+    for m in range(theta.size):
+        out[m] = theta[m] - alpha * d[m]
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _norm(x):
+    acc = 0.0
+    for m in range(x.size):
+        acc += np.float64(x[m]) * x[m]
+    return math.sqrt(acc)
+
+
+@njit(**NUMBA_OPTIONS)
+def _dot(x, y):
+    acc = 0.0
+    for m in range(x.size):
+        acc += np.float64(x[m]) * y[m]
+    return acc
+
+
+@njit(**NUMBA_OPTIONS)
+def _gershgorin(gram):
+    """Gershgorin's bound on λ_max of a symmetric matrix."""
+    top = 0.0
+    for row in range(gram.shape[0]):
+        acc = 0.0
+        for col in range(gram.shape[1]):
+            acc += abs(np.float64(gram[row, col]))
+        top = max(top, acc)
+    return top
+
+
+@njit(**NUMBA_OPTIONS)
+def _factorize(gram):
+    """``(status, L)``: the Cholesky factor of ``I + G`` (G in place)."""
+    if not _all_finite(gram.reshape(gram.size)):
+        return SYSTEM, gram
+    for m in range(gram.shape[0]):
+        gram[m, m] += 1.0
+    try:
+        return OK, np.linalg.cholesky(gram)
+    except Exception:  # noqa: BLE001 (numba: LinAlgError, not PD)
+        return NOT_PD, gram
+
+
+# rows of the per-call workspace
+_REG_GRAD, _D, _R, _DV, _BACK, _DIR, _RES, _DV2, _CORR = range(9)
+
+
+# ------------------------------------------------------------ exact step
+@njit(**NUMBA_OPTIONS)
+def _apply_parts(a, u, w, z, transpose):
+    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` per row."""
+    b, K = z.shape
+    out = np.empty((b, K), dtype=z.dtype)
+    for k in range(b):
+        dot = 0.0
+        for c in range(K):
+            dot += (u[k, c] if transpose else w[k, c]) * z[k, c]
+        for c in range(K):
+            out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
+    """``J̃ v`` (b × K)."""
+    b, d_aug = Xb.shape
+    dpre = Xb @ v[:n * d_aug].reshape((n, d_aug)).T
+    out = np.empty((b, K), dtype=v.dtype)
+    contract_hidden_kernel(W, dpre, kappa, out)
+    out += _apply_parts(a, u, w, _output_part(v, rho, n, d_aug, K, kappa,
+                                              fit_intercept), True)
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
 def _vjp(y, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, out):
     """``out = J̃ᵀ y`` (flat) for y of shape (b, K)."""
-    hidden = np.empty((W.shape[0], W.shape[2]))
+    hidden = np.empty((W.shape[0], W.shape[2]), dtype=y.dtype)
     contract_outputs_kernel(W, y, kappa, hidden)
     z = _apply_parts(a, u, w, y, False)
     _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
@@ -263,82 +276,49 @@ def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
 
 @njit(**NUMBA_OPTIONS)
 def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
-    """``I + J̃ D J̃ᵀ`` (bK × bK): the Python path's structured Gram in one
-    block of rows (``TwoLayerNetwork.gram``, the same kernels)."""
+    """``J̃ D J̃ᵀ`` (bK × bK): the structured Gram of the NumPy route
+    (``TwoLayerNetwork.gram``, the same kernels) in one block of rows."""
     b, d_aug = Xb.shape
     p_u = n * d_aug
     M = pair_products_kernel(Xb, 0, b) @ D[:p_u].reshape((n, d_aug)).T
     D_bo = D[p_u + n * K:] if fit_intercept else D[:0]
-    gram = np.empty((b * K, b * K))
+    gram = np.empty((b * K, b * K), dtype=Xb.dtype)
     structured_gram_block_kernel(M, rho, rho_d, a, u, w,
                                  D[p_u:p_u + n * K].reshape((n, K)), D_bo,
                                  outer_products_kernel(V), kappa * kappa, 0, b,
                                  gram)
-    for m in range(b * K):
-        gram[m, m] += 1.0
     return gram
 
 
 @njit(**NUMBA_OPTIONS)
-def _all_finite(x):
-    """Whether every entry of a vector is finite (no temporary array)."""
-    for m in range(x.size):
-        if not np.isfinite(x[m]):
-            return False
-    return True
-
-
-@njit(**NUMBA_OPTIONS)
-def _axpy(theta, alpha, d):
-    """``θ − α d`` as a new vector (one pass)."""
-    out = np.empty(theta.size)
-    for m in range(theta.size):
-        out[m] = theta[m] - alpha * d[m]
-    return out
-
-
-# rows of the per-call workspace
-_REG_GRAD, _D, _R, _DV, _BACK, _DIR, _RES, _DV2, _CORR = range(9)
-
-
-@njit(**NUMBA_OPTIONS)
-def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
-               scale, ws):
-    """``(status, d, r, η)``: the GGN-SCORE direction with ``H = scale ḡ''``;
-    ``d`` and ``r`` are rows of the workspace ``ws``."""
+def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu,
+                     tau, scale, ws):
+    """``(status, d, η, rᵀd)``: the exact GGN-SCORE direction with
+    ``H = scale ḡ''`` (float64); ``d`` is a row of the workspace ``ws``."""
     n, K, kappa, act, fit_intercept = net
-    b, d_aug = Xb.shape
+    d_aug = Xb.shape[1]
     p = theta.size
     p_u = n * d_aug
     V = theta[p_u:p_u + n * K].reshape((n, K))
-    e, a, u, w = _residual_and_parts(F, Yb, s, loss)
+    e, a, u, w = residual_parts_kernel(F, Yb, s, loss)
     reg_grad, D, r, d = ws[_REG_GRAD], ws[_D], ws[_R], ws[_DIR]
     eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
                                             reg_grad, D))
-    # r = Jᵀ e + ∇g: the hidden error κ ρ' ∘ (e Vᵀ)
-    hidden = e @ V.T
-    for k in range(b):
-        for i in range(n):
-            hidden[k, i] *= rho_d[k, i] * kappa
-    _backpropagate(hidden, e, Xb, rho, n, K, kappa, fit_intercept, r)
+    _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, r)
     for m in range(p):
         r[m] += reg_grad[m]
-    gram = _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept)
-    if not _all_finite(gram.reshape(gram.size)):
-        return SYSTEM, d, r, eta
-    try:
-        L = np.linalg.cholesky(gram)
-    except Exception:  # noqa: BLE001 (numba: LinAlgError, not PD)
-        return NOT_PD, d, r, eta
-    W = np.empty((b, K, n))
+    status, L = _factorize(_gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa,
+                                 fit_intercept))
+    if status != OK:
+        return status, d, eta, 0.0
+    W = np.empty((Xb.shape[0], K, n), dtype=theta.dtype)
     structured_sensitivities_kernel(np.ascontiguousarray(V.T), a, u, w, rho_d, W)
     Dr, back = ws[_DV], ws[_BACK]
     _dual_solve(L, r, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, Dr,
                 back, d)
-    norm_d = math.sqrt(np.dot(d, d))
-    ratio = math.sqrt(np.dot(Dr, Dr)) / max(norm_d, 2.2250738585072014e-308)
-    if ratio > REFINE_CANCELLATION:
-        # one step of iterative refinement on the primal equation
+    if _norm(Dr) / max(_norm(d), 2.2250738585072014e-308) > REFINE_CANCELLATION:
+        # one step of iterative refinement on the primal equation (the dual
+        # formula subtracts two nearly equal vectors when D is large)
         res, corr = ws[_RES], ws[_CORR]
         Jd = _jvp(d, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
         _vjp(Jd, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, back)
@@ -349,27 +329,266 @@ def _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu, tau,
         for m in range(p):
             d[m] += corr[m]
     if not _all_finite(d):
-        return DIRECTION, d, r, eta
-    return OK, d, r, eta
+        return DIRECTION, d, eta, 0.0
+    return OK, d, eta, _dot(r, d)
+
+
+# ------------------------------------------------------------ structured step
+# Per-unit H (D = unit_D[i] on hidden unit i's parameters) and a factor of
+# one column f_k per row: the true-vs-rest column of the softmax, or the
+# exact factor of a one-output loss. J̃ has b rows, the Gram is b × b.
+@njit(**NUMBA_OPTIONS)
+def _unit_jvp(v, Xb, rho, W, f, n, K, kappa, fit_intercept):
+    """``J̃ v`` (b): ``κ Σ_i W_ki (X̂ δUᵀ)_ki + f_k·(κ ρ_k δV + δb_o)``."""
+    b, d_aug = Xb.shape
+    dpre = Xb @ v[:n * d_aug].reshape((n, d_aug)).T
+    raw = _output_part(v, rho, n, d_aug, K, kappa, fit_intercept)
+    out = np.empty(b, dtype=v.dtype)
+    for k in range(b):
+        acc = 0.0
+        for i in range(n):
+            acc += W[k, i] * dpre[k, i]
+        acc *= kappa
+        for c in range(K):
+            acc += f[k, c] * raw[k, c]
+        out[k] = acc
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def _unit_vjp(y, Xb, rho, W, f, n, K, kappa, fit_intercept, out):
+    """``out = J̃ᵀ y = Jᵀ (f_k y_k)`` (flat) for y of shape (b,)."""
+    b = y.shape[0]
+    hidden = np.empty((b, n), dtype=y.dtype)
+    z = np.empty((b, K), dtype=y.dtype)
+    for k in range(b):
+        for i in range(n):
+            hidden[k, i] = kappa * y[k] * W[k, i]
+        for c in range(K):
+            z[k, c] = f[k, c] * y[k]
+    _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
+
+
+@njit(**NUMBA_OPTIONS)
+def _unit_dual_solve(L, vec, D, Xb, rho, W, f, n, K, kappa, fit_intercept, Dv,
+                     back, out):
+    """``out = (J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity (Dv keeps
+    ``D vec``)."""
+    for m in range(vec.size):
+        Dv[m] = D[m] * vec[m]
+    rhs = _unit_jvp(Dv, Xb, rho, W, f, n, K, kappa, fit_intercept)
+    y = cholesky_solve_kernel(L, rhs.astype(L.dtype))
+    _unit_vjp(y.astype(vec.dtype), Xb, rho, W, f, n, K, kappa, fit_intercept,
+              back)
+    for m in range(vec.size):
+        out[m] = Dv[m] - D[m] * back[m]
+
+
+@njit(**NUMBA_OPTIONS)
+def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
+                    reg_code, mu, tau, scale, ws):
+    """``(status, d, η, rᵀd)``: the structured direction (per-unit H, one
+    kernel row per sample); ``d`` is a row of the workspace ``ws``.
+
+    float64: when ``e = F c`` (every row's residual in the span of its
+    column) and the system is well conditioned, ``d = D ∇g + D J̃ᵀ (c − y)``
+    with ``y = (I + G)⁻¹ (J̃ D ∇g + G c)``, one product each way, and
+    ``rᵀd = cᵀ J̃ d + ∇gᵀ d`` for free; otherwise the dual solve of the
+    explicit gradient with one refinement step against cancellation.
+    float32: the explicit gradient's dual solve, whose relative error is
+    estimated as ``ε₃₂ max(λ_max(G), ‖D r‖ / ‖d‖)``; above
+    ``MIXED_TOLERANCE`` the status FLOAT64 asks for the step in float64.
+    """
+    n, K, kappa, act, fit_intercept = net
+    b, d_aug = Xb.shape
+    p = theta.size
+    p_u = n * d_aug
+    single = theta.itemsize == 4
+    V = theta[p_u:p_u + n * K].reshape((n, K))
+    if reduced:
+        e, f = true_vs_rest_kernel(F, Yb, s)
+    else:
+        e, f, _, _ = residual_parts_kernel(F, Yb, s, loss)  # K = 1: A_k = a_k
+    reg_grad, D, d = ws[_REG_GRAD], ws[_D], ws[_DIR]
+    _step_quantities_kernel(theta, reg_code, mu, tau, scale, reg_grad, D)
+    unit_D = np.empty(n, dtype=theta.dtype)
+    per_unit_kernel(D, n, d_aug, K, unit_D)
+    eta_sq = 0.0
+    for m in range(p):
+        eta_sq += np.float64(reg_grad[m]) * reg_grad[m] * D[m]
+    eta = math.sqrt(eta_sq)
+    W = f @ V.T
+    W *= rho_d
+    D_bo = D[p_u + n * K:] if fit_intercept else D[:0]
+    gram = unit_gram_kernel(W, unit_D, Xb @ Xb.T, rho, f, D_bo, kappa * kappa, 1)
+    gershgorin = _gershgorin(gram)
+    c = np.empty(b, dtype=theta.dtype)
+    coefficients = False
+    if not single:
+        lo, hi = D[0], D[0]
+        for m in range(p):
+            lo, hi = min(lo, D[m]), max(hi, D[m])
+        if (1.0 + gershgorin) * math.sqrt(hi / lo) <= REFINE_CANCELLATION:
+            coefficients = coefficients_kernel(f, e, c)
+    contraction = np.finfo(np.float32).eps * gershgorin if single else 0.0
+    if contraction >= MAX_CONTRACTION:
+        return FLOAT64, d, eta, 0.0
+    system = gram.copy() if coefficients else gram
+    status, L = _factorize(system)
+    if status != OK:
+        return FLOAT64 if single and status == NOT_PD else status, d, eta, 0.0
+    back = ws[_BACK]
+    if coefficients:
+        Dg = ws[_DV]
+        for m in range(p):
+            Dg[m] = D[m] * reg_grad[m]
+        jdg = _unit_jvp(Dg, Xb, rho, W, f, n, K, kappa, fit_intercept)
+        rhs = jdg + gram @ c  # (I + G) c − c
+        y = c - cholesky_solve_kernel(L, rhs)
+        _unit_vjp(y, Xb, rho, W, f, n, K, kappa, fit_intercept, back)
+        for m in range(p):
+            d[m] = D[m] * back[m] + Dg[m]
+        Jd = jdg + gram @ y
+        slope = _dot(c, Jd) + _dot(reg_grad, d)
+        if not _all_finite(d):
+            return DIRECTION, d, eta, 0.0
+        return OK, d, eta, slope
+    r, Dr = ws[_R], ws[_DV]
+    _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, r)
+    for m in range(p):
+        r[m] += reg_grad[m]
+    _unit_dual_solve(L, r, D, Xb, rho, W, f, n, K, kappa, fit_intercept, Dr,
+                     back, d)
+    ratio = _norm(Dr) / max(_norm(d), 2.2250738585072014e-308)
+    if single:
+        if max(contraction, np.finfo(np.float32).eps * ratio) > MIXED_TOLERANCE:
+            return FLOAT64, d, eta, 0.0
+    elif ratio > REFINE_CANCELLATION:
+        res, corr = ws[_RES], ws[_CORR]
+        Jd = _unit_jvp(d, Xb, rho, W, f, n, K, kappa, fit_intercept)
+        _unit_vjp(Jd, Xb, rho, W, f, n, K, kappa, fit_intercept, back)
+        for m in range(p):
+            res[m] = r[m] - back[m] - d[m] / D[m]
+        _unit_dual_solve(L, res, D, Xb, rho, W, f, n, K, kappa, fit_intercept,
+                         ws[_DV2], back, corr)
+        for m in range(p):
+            d[m] += corr[m]
+    if not _all_finite(d):
+        return DIRECTION, d, eta, 0.0
+    return OK, d, eta, _dot(r, d)
+
+
+@njit(**NUMBA_OPTIONS)
+def _direction(structure, theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
+               reg_code, mu, tau, scale, ws):
+    """``(status, d, η, rᵀd)`` of the step's structure. A float32 structured
+    direction whose error estimate is too large is computed again in float64
+    (then rounded to float32)."""
+    if structure == EXACT:
+        return _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss,
+                                reg_code, mu, tau, scale, ws)
+    status, d, eta, slope = _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net,
+                                            loss, reduced, reg_code, mu, tau,
+                                            scale, ws)
+    if status == FLOAT64:
+        ws64 = np.empty(ws.shape)
+        status, d64, eta, slope = _unit_direction(
+            theta.astype(np.float64), Xb.astype(np.float64),
+            Yb.astype(np.float64), s.astype(np.float64), rho.astype(np.float64),
+            rho_d.astype(np.float64), F.astype(np.float64), net, loss, reduced,
+            reg_code, mu, tau, scale, ws64)
+        for m in range(d.size):
+            d[m] = d64[m]
+    return status, d, eta, slope
+
+
+# ------------------------------------------------------------ the step
+@njit(**NUMBA_OPTIONS)
+def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
+         rules, lam, n_rejected, initial_objective):
+    """One GGN-SCORE step on one batch.
+
+    ``model = (structure, net, loss, reduced, reg_code, μ, τ, M_g)``,
+    ``rules = (step_size, line_search, (c, shrink, max_trials), adaptive,
+    damping)`` with ``damping = (floor, unit, increase, decay, reject_ratio,
+    scale)``. With the adaptive damping the last step (previous → θ) is
+    judged on this batch first and undone when it made the batch's
+    objective ``reject_ratio`` times worse (λ ← increase·λ), else
+    λ ← max(floor, decay·λ).
+
+    Returns ``(status, θ_new, g(θ_new), θ, g(θ), L(θ), R(θ), α, λ_H, λ,
+    n_rejected, initial_objective, value)``: θ is the point the step started
+    from (the previous one after an undo), ``value`` the objective that grew
+    (status GREW).
+    """
+    structure, net, loss, reduced, reg_code, mu, tau, M_g = model
+    step_size, line_search, armijo, adaptive, damping = rules
+    floor, unit, increase, decay, reject_ratio, scale = damping
+    c_armijo, shrink, max_trials = armijo
+    obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, loss, True)
+    if adaptive and has_previous:
+        old = _objective(previous, reg_previous, Xb, Yb, s, net, loss, False)[0]
+        if obj > reject_ratio * old:
+            lam *= increase
+            n_rejected += 1
+            theta, reg = previous, reg_previous
+            obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
+                                                  loss, True)
+        else:
+            lam = max(floor, lam * decay)
+    status, value, alpha = OK, 0.0, 0.0
+    curvature = lam * unit if adaptive else scale
+    new, reg_new = theta, reg
+    if not np.isfinite(obj) or not _all_finite(theta):
+        status = NON_FINITE
+    elif np.isnan(initial_objective):
+        initial_objective = obj
+    elif obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
+        status, value = GREW, obj
+    if status == OK:
+        ws = np.empty((9, theta.size), dtype=theta.dtype)
+        status, d, eta, slope = _direction(structure, theta, Xb, Yb, s, rho, rho_d,
+                                           F, net, loss, reduced, reg_code, mu,
+                                           tau, curvature, ws)
+    if status == OK:
+        alpha = min(1.0, step_size / (1.0 + M_g * eta))
+        if line_search:
+            accepted = False
+            for _ in range(max_trials):
+                new = _axpy(theta, alpha, d)
+                reg_new = tau * _value_sum_kernel(new, reg_code, mu)
+                trial = _objective(new, reg_new, Xb, Yb, s, net, loss, False)[0]
+                if np.isfinite(trial) and trial <= obj - c_armijo * alpha * slope:
+                    accepted = True
+                    break
+                alpha *= shrink
+            if not accepted:
+                alpha, new, reg_new = 0.0, theta, reg
+        else:
+            new = _axpy(theta, alpha, d)
+            reg_new = tau * _value_sum_kernel(new, reg_code, mu)
+        if not _all_finite(new):
+            status = PARAMETERS
+    return (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
+            n_rejected, initial_objective, value)
 
 
 @njit(**NUMBA_OPTIONS)
 def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
-                    net, loss, reg_code, mu, tau, M_g, step_size, line_search,
-                    armijo, adaptive, damping, initial_objective):
-    """Batches ``j_start ≤ j < j_end`` of an epoch (a segment; the Python
-    side calls it segment by segment so that an interrupt is seen between
-    them). ``carry = (θ, previous θ, has_previous, g(θ), g(previous))``
-    continues from the last segment (g(θ) NaN at the start of an epoch).
+                    model, rules, lam, n_rejected, initial_objective):
+    """:func:`step` over batches ``j_start ≤ j < j_end`` of an epoch (a
+    segment; the Python driver calls it segment by segment, so that an
+    interrupt is seen between them). ``carry = (θ, previous θ, has_previous,
+    g(θ), g(previous))`` continues from the last segment (g(θ) NaN at the
+    start of an epoch). Batches of zero total weight are skipped.
 
     Returns ``(status, carry, sums[objective, risk, step size, damping],
-    weight_total, n_steps, (λ, n_rejected), initial_objective, value,
-    (last_start, last_end))`` where ``value`` is the objective that grew
-    (status GREW) and the last pair bounds the last batch stepped on.
+    weight_total, n_steps, λ, n_rejected, initial_objective, value,
+    (last_start, last_end))`` where the last pair bounds the last batch
+    stepped on.
     """
-    lam, floor, unit, increase, decay, reject_ratio, n_rejected, scale = damping
-    c_armijo, shrink, max_trials = armijo
     theta, previous, has_previous, reg, reg_previous = carry
+    _, _, loss, _, reg_code, mu, tau, _ = model
     # g(θ) of the current and the previous θ, each computed once (a pass
     # over all p parameters): the accepted trial's value is the next θ's
     if np.isnan(reg):
@@ -379,7 +598,6 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
     n_steps = 0
     last_start, last_end = -1, -1
     status, value = OK, 0.0
-    ws = np.empty((9, theta.size))
     for j in range(j_start, j_end):
         idx = order[bounds[j]:bounds[j + 1]]
         wb = sample_weight[idx]
@@ -388,66 +606,15 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
             w_sum += v
         if w_sum <= 0:
             continue
-        s = wb / w_sum
-        Xb = Xa[idx]
-        Yb = Y[idx]
-        obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, loss,
-                                              True)
-        if adaptive and has_previous:
-            old = _objective(previous, reg_previous, Xb, Yb, s, net, loss,
-                             False)[0]
-            if obj > reject_ratio * old:
-                lam *= increase
-                n_rejected += 1
-                theta = previous
-                reg = reg_previous
-                obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
-                                                      loss, True)
-            else:
-                lam = max(floor, lam * decay)
-        if not np.isfinite(obj) or not _all_finite(theta):
-            status = NON_FINITE
-            break
-        if np.isnan(initial_objective):
-            initial_objective = obj
-        elif obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
-            status, value = GREW, obj
-            break
-        curvature = lam * unit if adaptive else scale
-        status, d, r, eta = _direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss,
-                                       reg_code, mu, tau, curvature, ws)
+        s = wb / wb.dtype.type(w_sum)
+        (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
+         n_rejected, initial_objective, value) = step(
+            theta, reg, previous, reg_previous, has_previous, Xa[idx], Y[idx], s,
+            model, rules, lam, n_rejected, initial_objective)
         if status != OK:
             break
-        alpha = min(1.0, step_size / (1.0 + M_g * eta))
-        if line_search:
-            slope = np.dot(r, d)
-            accepted = False
-            for _ in range(max_trials):
-                candidate = _axpy(theta, alpha, d)
-                reg_new = tau * _value_sum_kernel(candidate, reg_code, mu)
-                trial = _objective(candidate, reg_new, Xb, Yb, s, net, loss,
-                                   False)[0]
-                if np.isfinite(trial) and trial <= obj - c_armijo * alpha * slope:
-                    accepted = True
-                    break
-                alpha *= shrink
-            if accepted:
-                new = candidate
-            else:
-                alpha = 0.0
-                new = theta
-                reg_new = reg
-        else:
-            new = _axpy(theta, alpha, d)
-            reg_new = tau * _value_sum_kernel(new, reg_code, mu)
-        if not _all_finite(new):
-            status = PARAMETERS
-            break
-        previous = theta
-        reg_previous = reg
-        has_previous = True
-        theta = new
-        reg = reg_new
+        previous, reg_previous, has_previous = theta, reg, True
+        theta, reg = new, reg_new
         last_start, last_end = bounds[j], bounds[j + 1]
         sums[0] += obj * w_sum
         sums[1] += risk * w_sum
@@ -456,7 +623,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
         weight_total += w_sum
         n_steps += 1
     carry = (theta, previous, has_previous, reg, reg_previous)
-    return (status, carry, sums, weight_total, n_steps, (lam, n_rejected),
+    return (status, carry, sums, weight_total, n_steps, lam, n_rejected,
             initial_objective, value, (last_start, last_end))
 
 
@@ -487,42 +654,72 @@ def _fits_one_block(batch_size, n_samples, net):
     return pairs * per_pair <= _BLOCK_BYTES and b * K < LARGE_CHOLESKY
 
 
-def compiled_epoch_arguments(solver, problem):
-    """The constant arguments of :func:`minibatch_epoch` for this solver and
-    problem (with the data in the layout the compiled function takes), or
-    None when the epoch must run in Python."""
+def supports(solver, problem):
+    """The step structure (:data:`EXACT` or :data:`UNIT`) that the compiled
+    step runs for this solver and problem, or None when the NumPy route must
+    take the epoch.
+
+    The compiled step covers the estimators' mini-batch configurations on
+    dense inputs in the dual form with the built-in network, losses,
+    regularizers and strategies: the structured step (per-unit H, one kernel
+    row per sample) in float32 and float64, the exact step with several
+    outputs in float64 (its Gram, formed for all row pairs at once, within
+    the NumPy route's memory bound). Everything else — sparse inputs, the
+    primal form, full batches, one output or float32 on the exact step,
+    subclassed or custom objects — runs on the NumPy route.
+    """
     net = problem.network
     if not (getattr(solver, "compiled", False) and solver.form == "dual"
-            and type(problem) is Problem
-            and problem.regularized and problem.dtype == np.float64
-            and type(net) is TwoLayerNetwork and net.n_outputs >= 2
-            and isinstance(problem.Xa, np.ndarray)
-            and type(problem.loss) in _LOSS_CODES
+            and not solver.batching.full_batch(problem.n_samples)
+            and type(problem) is Problem and problem.regularized
+            and problem.dtype in (np.float32, np.float64)
+            and type(net) is TwoLayerNetwork and isinstance(problem.Xa, np.ndarray)
+            and type(problem.loss) in LOSSES.values()
             and type(problem.regularizer) in REGULARIZERS.values()
-            and _fits_one_block(solver.batching.batch_size, problem.n_samples,
-                                net)
             and type(solver.damping) in (AdaptiveDamping, FixedDamping)
             and type(solver.step_size) is AdaptiveStepSize
             and (solver.line_search is None
                  or type(solver.line_search) is ArmijoLineSearch)
             and type(solver.batching) is Batching):
         return None
+    structure = solver.structure(problem)
+    if structure.get("per_unit") and structure.get("rank") == 1:
+        return UNIT
+    if (not structure and net.n_outputs >= 2 and problem.dtype == np.float64
+            and _fits_one_block(solver.batching.batch_size, problem.n_samples,
+                                net)):
+        return EXACT
+    return None
+
+
+def compiled_epoch_arguments(solver, problem):
+    """The constant arguments of :func:`minibatch_epoch` for this solver and
+    problem (with the data in the layout the compiled function takes), or
+    None when :func:`supports` declines them."""
+    structure = supports(solver, problem)
+    if structure is None:
+        return None
+    net = problem.network
     search = solver.line_search
+    dtype = problem.dtype.type
+    curvature = getattr(solver, "curvature", "exact")
 
     def writable(a):
-        # one compiled signature: C-contiguous, writable float64 (a read-only
-        # array, e.g. a memory map, would compile another specialization)
-        a = np.ascontiguousarray(a, dtype=np.float64)
+        # one compiled signature per dtype: C-contiguous and writable (a
+        # read-only array, e.g. a memory map, would compile another one)
+        a = np.ascontiguousarray(a, dtype=dtype)
         return a if a.flags.writeable else a.copy()
 
     return dict(
         data=(writable(problem.Xa), writable(problem.Y),
               writable(problem.sample_weight)),
-        net=(int(net.n_hidden), int(net.n_outputs), float(net.kappa),
-             int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
-        loss=_LOSS_CODES[type(problem.loss)],
-        reg_code=int(problem.regularizer._code), mu=float(problem.regularizer.mu),
-        tau=float(problem.tau), M_g=float(problem.M_g),
+        model=(structure,
+               (int(net.n_hidden), int(net.n_outputs), float(net.kappa),
+                int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
+               int(problem.loss.code),
+               bool(problem.loss.reduces(curvature, net.n_outputs)),
+               int(problem.regularizer._code), float(problem.regularizer.mu),
+               float(problem.tau), float(problem.M_g)),
         step_size=float(solver.step_size.step_size),
         line_search=search is not None,
         armijo=((float(search.c), float(search.shrink), int(search.max_trials))
@@ -537,11 +734,11 @@ SEGMENT_BATCHES = 256
 
 def run_compiled_epoch(arguments, damping, theta, batches, state):
     """Run one epoch compiled; returns ``(status, message, θ, sums,
-    weight_total)`` and updates ``damping`` and ``state`` as the Python
-    epoch does."""
-    arguments = dict(arguments)
-    Xa, Y, sample_weight = arguments.pop("data")
-    n, K, _, _, fit_intercept = arguments["net"]
+    weight_total)`` and updates ``damping`` and ``state`` as the NumPy
+    route does."""
+    Xa, Y, sample_weight = arguments["data"]
+    model = arguments["model"]
+    n, K, _, _, fit_intercept = model[1]
     p = n * Xa.shape[1] + n * K + K * int(fit_intercept)
     # numba checks no bounds: shapes are checked here
     if np.shape(theta) != (p,):
@@ -555,29 +752,29 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     bounds = np.zeros(len(batches) + 1, dtype=np.intp)
     np.cumsum([len(b) for b in batches], out=bounds[1:])
     adaptive = bool(damping.adaptive)
+    if adaptive:
+        lam, n_rejected = float(damping.lam), int(damping.n_rejected)
+        rules = (float(damping.floor), float(damping.unit), float(damping.increase),
+                 float(damping.step_decay), float(damping.reject_ratio), 0.0)
+    else:
+        lam, n_rejected = 0.0, 0
+        rules = (0.0, 1.0, 1.0, 1.0, 1.0, float(damping.curvature_scale()))
+    rules = (arguments["step_size"], arguments["line_search"], arguments["armijo"],
+             adaptive, rules)
     initial = (np.nan if state.initial_objective is None
                else float(state.initial_objective))
-    theta = np.array(theta, dtype=np.float64)  # a copy: θ₀ stays the caller's
+    theta = np.array(theta, dtype=Xa.dtype)  # a copy: θ₀ stays the caller's
     carry = (theta, theta, False, np.nan, np.nan)
     sums = np.zeros(4)
     weight_total = 0.0
     last = (-1, -1)
     status, value = OK, 0.0
     for j_start in range(0, len(batches), SEGMENT_BATCHES):
-        if adaptive:
-            params = (float(damping.lam), float(damping.floor),
-                      float(damping.unit), float(damping.increase),
-                      float(damping.step_decay), float(damping.reject_ratio),
-                      int(damping.n_rejected), 0.0)
-        else:
-            params = (0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0,
-                      float(damping.curvature_scale()))
         j_end = min(len(batches), j_start + SEGMENT_BATCHES)
-        (status, carry, part, part_weight, n_steps, (lam, n_rejected), initial,
+        (status, carry, part, part_weight, n_steps, lam, n_rejected, initial,
          value, segment_last) = minibatch_epoch(
-            carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
-            adaptive=adaptive, damping=params, initial_objective=initial,
-            **arguments)
+            carry, Xa, Y, sample_weight, order, bounds, j_start, j_end, model,
+            rules, lam, n_rejected, initial)
         sums += part
         weight_total += part_weight
         state.n_steps += int(n_steps)
@@ -592,8 +789,8 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     theta, reg = carry[0], carry[3]
     if status == OK and last[0] >= 0:
         status, value = check_last_batch(theta, reg, Xa, Y, sample_weight,
-                                         order[last[0]:last[1]], arguments["net"],
-                                         arguments["loss"], initial)
+                                         order[last[0]:last[1]], model[1],
+                                         model[2], initial)
     message = (f"objective grew to {value:.3g}" if status == GREW
                else MESSAGES.get(status))
     return status, message, theta, sums, weight_total

@@ -418,11 +418,13 @@ class GGNScoreSolver(Solver):
     batching, max_iter, stopping, epochs_are_passes
         See :class:`Solver`.
     compiled : bool, default=True
-        Run each mini-batch epoch as one compiled function (the same
-        epoch up to round-off, without the interpreter between the small
-        steps) when the configuration allows it: float64 dense data, the
-        dual form, the exact curvatures, the built-in losses, regularizers,
-        network and strategies. False always runs the Python loop.
+        Run the mini-batch steps as compiled code (``engine/_compiled.py``:
+        the same step up to round-off, without the interpreter between the
+        small steps) where its ``supports`` allows: dense data, the dual
+        form, the structured step in float32 or float64 or the exact step
+        with several outputs in float64, the built-in losses,
+        regularizers, network and strategies. False always takes the NumPy
+        route (``Problem.linearize``, ``Linearization.direction``).
     curvature : {"exact", "true_vs_rest"}, default="exact"
         The output curvature Q of every step (``Problem.linearize``).
     hessian : {"diagonal", "per_unit"}, default="diagonal"
@@ -460,10 +462,7 @@ class GGNScoreSolver(Solver):
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
             self.linear_solver, problem.dtype.itemsize, **self.structure(problem))
-        exact = not self.structure(problem)
-        self._compiled = (None if self.batching.full_batch(problem.n_samples)
-                          or not exact
-                          else compiled_epoch_arguments(self, problem))
+        self._compiled = compiled_epoch_arguments(self, problem)
 
     def structure(self, problem):
         return step_structure(self.curvature, self.hessian, problem.loss,
