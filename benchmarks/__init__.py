@@ -31,6 +31,9 @@ Benchmarks (numbered as in the performance issue):
 
 10. ``row_cost`` — cost per training row of a default epoch against an MLP
     epoch over a grid of input dimension, classes and width.
+11. ``float32`` — the same default epochs and fits in float32 and float64
+    (the panel's real data when found via ``SKLEARN_GGN_DATA``, generated
+    data otherwise).
 
 Peer comparison:
 
@@ -41,4 +44,4 @@ Peer comparison:
 
 BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "uci", "startup",
               "grid_search", "scaling", "sparse_input", "pyscsopt_peer",
-              "row_cost")
+              "row_cost", "float32")

@@ -67,7 +67,7 @@ def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
     """
     K, n = n_outputs, n_hidden
     d_aug = n_features + int(fit_intercept)
-    p = n * d_aug + n * K + K * int(fit_intercept)
+    p = TwoLayerNetwork(n_features, n, K, 1.0, "silu", fit_intercept).n_params
     upper = max(2, _AUTO_BATCH_ROWS // K)
     b = np.arange(2, upper + 1, dtype=float)
     per_row = (_AUTO_STEP_PASSES * p / b + b * (d_aug + K * K) * n / 2.0

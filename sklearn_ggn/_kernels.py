@@ -228,27 +228,6 @@ def cholesky_solve_kernel(L, rhs):
 
 
 @njit(**NUMBA_OPTIONS)
-def sensitivities_kernel(VT, factor, rho_deriv, out):
-    """``out[k, c, i] = ρ'(a_ki) Σ_e V[i, e] A_k[e, c]`` from ``VT = Vᵀ`` (K × n).
-
-    The inner loops run over the hidden units (contiguous in ``VT`` and
-    ``out``), in the arrays' dtype, so that they vectorize.
-    """
-    b, K, _ = factor.shape
-    n = VT.shape[1]
-    for k in range(b):
-        for c in range(K):
-            for i in range(n):
-                out[k, c, i] = 0.0
-            for e in range(K):
-                f = factor[k, e, c]
-                for i in range(n):
-                    out[k, c, i] += VT[e, i] * f
-            for i in range(n):
-                out[k, c, i] *= rho_deriv[k, i]
-
-
-@njit(**NUMBA_OPTIONS)
 def contract_outputs_kernel(W, y, scale, out):
     """``out[k, i] = scale · Σ_c W[k, c, i] y[k, c]`` (hidden part of J̃ᵀ y)."""
     b, K, n = W.shape
@@ -277,16 +256,6 @@ def contract_hidden_kernel(W, dpre, scale, out):
     for k in range(b):
         for c in range(K):
             out[k, c] = scale * _dot(W[k, c], dpre[k])
-
-
-@njit(**NUMBA_OPTIONS)
-def apply_factor_kernel(factor, z, transpose, out):
-    """``out_k = A_kᵀ z_k`` if ``transpose`` else ``A_k z_k``, per sample."""
-    b, K, _ = factor.shape
-    for k in range(b):
-        for c in range(K):
-            row = factor[k, :, c] if transpose else factor[k, c]
-            out[k, c] = _dot(row, z[k])
 
 
 # ------------------------------------------------ structured curvature factor

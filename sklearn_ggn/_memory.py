@@ -36,10 +36,10 @@ _SUFFIXES = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 # ------------------------------------------------------------------ estimates
 def _sizes(n_features, n_hidden, n_outputs, fit_intercept):
-    d_aug = n_features + int(bool(fit_intercept))
-    p_u = n_hidden * d_aug
-    n_rest = n_hidden * n_outputs + n_outputs * int(bool(fit_intercept))
-    return d_aug, p_u, n_rest, p_u + n_rest
+    net = TwoLayerNetwork(int(n_features), int(n_hidden), int(n_outputs), 1.0,
+                          "silu", bool(fit_intercept))
+    return net.d_aug, net.n_hidden_params, net.n_params - net.n_hidden_params, \
+        net.n_params
 
 
 def _shared_bytes(b, d_aug, n, K, p, itemsize, rank=None):

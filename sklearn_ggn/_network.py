@@ -25,7 +25,6 @@ import scipy.sparse as sp
 
 from ._activations import activate
 from ._kernels import (
-    apply_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
     hidden_gram_combine_kernel,
@@ -34,7 +33,6 @@ from ._kernels import (
     per_unit_kernel,
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
-    sensitivities_kernel,
     sparse_pair_products_kernel,
     sparse_rows_times_transposed_kernel,
     sparse_transposed_rows_times_kernel,
@@ -153,24 +151,24 @@ class TwoLayerNetwork:
     def sensitivities(self, theta, cache, factor):
         """``W[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` of shape (b, K, n).
 
-        ``factor`` is the dense ``A`` (b, K, K) or its :class:`FactorParts`
-        (O(K n) per row instead of O(K² n)).
+        ``factor`` is the :class:`FactorParts` of ``A`` (O(K n) per row), or
+        a dense ``A`` (b, K, K), which is a factor of rank K
+        (:meth:`rank_sensitivities`).
         """
+        if not isinstance(factor, FactorParts):
+            return self.rank_sensitivities(theta, cache, _dense(factor))
         _, V, _ = self.unpack(theta)
-        VT = np.ascontiguousarray(V.T)
-        if isinstance(factor, FactorParts):
-            b, K = factor.a.shape
-            W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
-            structured_sensitivities_kernel(VT, factor.a, factor.u, factor.w,
-                                            cache.rho_deriv, W)
-            return W
-        b, K = factor.shape[0], factor.shape[1]
+        b, K = factor.a.shape
         W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
-        sensitivities_kernel(VT, np.ascontiguousarray(factor), cache.rho_deriv, W)
+        structured_sensitivities_kernel(np.ascontiguousarray(V.T), factor.a,
+                                        factor.u, factor.w, cache.rho_deriv, W)
         return W
 
     def jvp(self, theta, cache, W, factor, direction):
-        """``J̃ v`` (b × K) for a parameter-space direction ``v``."""
+        """``J̃ v`` (b × K) for a parameter-space direction ``v`` (a dense
+        factor: :meth:`rank_jvp`)."""
+        if not isinstance(factor, FactorParts):
+            return self.rank_jvp(theta, cache, _dense(factor), direction)
         dU, dV, db_o = self.unpack(direction)
         dpre = _times_transposed(cache.Xa, dU)  # (b, n)
         b, K = W.shape[0], W.shape[1]
@@ -192,15 +190,15 @@ class TwoLayerNetwork:
     def vjp(self, theta, cache, W, factor, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
 
-        With ``factor=None`` and ``W`` from an identity factor this is the
-        plain ``Jᵀ e`` of the gradient.
+        A dense factor takes :meth:`rank_vjp`.
         """
+        if not isinstance(factor, FactorParts):
+            return self.rank_vjp(theta, cache, _dense(factor), y)
         dtype = cache.rho.dtype
         y = np.ascontiguousarray(y, dtype=dtype)
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=dtype)
         contract_outputs_kernel(W, y, self.kappa, hidden)
-        z = y if factor is None else _apply_factor(factor, y, False)
-        return self._backpropagate(cache, hidden, z)
+        return self._backpropagate(cache, hidden, _apply_factor(factor, y, False))
 
     def gradient(self, theta, cache, residual):
         """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``:
@@ -236,9 +234,8 @@ class TwoLayerNetwork:
         With the factor's :class:`FactorParts` (K > 1) the Gram is formed
         without it first, ``P_kl = κ² Vᵀ diag(ρ'_k ρ'_l M_kl) V`` for all pairs
         in one GEMM, and ``A`` is applied per pair in O(K²)
-        (:func:`~sklearn_ggn._kernels.factor_transform_kernel`); with a dense
-        factor the sensitivities W carry it (O(K² n) per pair plus O(K³) for
-        the output part).
+        (:func:`~sklearn_ggn._kernels.factor_transform_kernel`); a dense
+        factor is one of rank K (:meth:`rank_gram`).
         """
         b, K, n = W.shape
         dtype = cache.rho.dtype
@@ -247,33 +244,23 @@ class TwoLayerNetwork:
         if K == 1 and not sparse:
             return self._gram_single_output(cache, W, _dense(factor), D_U, D_V,
                                             D_bo)
-        structured = isinstance(factor, FactorParts)
+        if not isinstance(factor, FactorParts):
+            return self.rank_gram(theta, cache, W, _dense(factor), D)
         kappa2 = self.kappa ** 2
         itemsize = np.dtype(dtype).itemsize
         gram = np.zeros((b * K, b * K), dtype=dtype)
         # rows k per block: M holds (k, l ≥ k) pairs × n, the dense pair
-        # products (k, l) × d̂
-        # (the structured path also holds the pairs' plain K × K blocks)
-        per_row = b * (n if sparse else max(n, self.d_aug)
-                       + (K * K if structured else 0)) * itemsize
+        # products (k, l) × d̂ and the pairs' plain K × K blocks
+        per_row = b * (n if sparse else max(n, self.d_aug) + K * K) * itemsize
         block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
         # (sparse K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense)
-        if structured:
-            _, V, _ = self.unpack(theta)
-            VV = outer_products_kernel(V)
-            D_bo_ = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
-        else:
-            # S[c, k, l] = κ² Σ_i ρ_ki ρ_li D_V[i, c] (+ D_bo[c])
-            S = self._output_blocks(cache.rho, D_V, D_bo)
+        _, V, _ = self.unpack(theta)
+        VV = outer_products_kernel(V)
+        D_bo = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
         for k0, k1, M in self._pair_products(cache.Xa, D_U, block):
-            if structured:
-                structured_gram_block_kernel(
-                    M, cache.rho, cache.rho_deriv, factor.a, factor.u, factor.w,
-                    np.ascontiguousarray(D_V), D_bo_, VV, kappa2, k0, k1, gram)
-            else:
-                hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
-        if not structured:
-            output_gram_kernel(np.ascontiguousarray(factor), S, gram)
+            structured_gram_block_kernel(
+                M, cache.rho, cache.rho_deriv, factor.a, factor.u, factor.w,
+                np.ascontiguousarray(D_V), D_bo, VV, kappa2, k0, k1, gram)
         return gram
 
     def _gram_single_output(self, cache, W, factor, D_U, D_V, D_bo):
@@ -528,15 +515,11 @@ class TwoLayerNetwork:
 
 
 def _apply_factor(factor, z, transpose):
-    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row k; O(K) per
-    row for :class:`FactorParts` (``A = diag(a) − u wᵀ``)."""
-    if isinstance(factor, FactorParts):
-        left, right = (factor.w, factor.u) if transpose else (factor.u, factor.w)
-        out = factor.a * z
-        out -= left * np.einsum("ij,ij->i", right, z)[:, None]
-        return out
-    out = np.empty_like(z)
-    apply_factor_kernel(np.ascontiguousarray(factor), z, transpose, out)
+    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row k, O(K) per
+    row for the :class:`FactorParts` ``A = diag(a) − u wᵀ``."""
+    left, right = (factor.w, factor.u) if transpose else (factor.u, factor.w)
+    out = factor.a * z
+    out -= left * np.einsum("ij,ij->i", right, z)[:, None]
     return out
 
 

@@ -16,22 +16,60 @@ from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 _PSEUDO_HUBER, _OSTROVSKII_BACH, _L2 = 0, 1, 2
 
 
+_INLINE = {**NUMBA_OPTIONS, "inline": "always"}
+
+
+# The formulas, once per regularizer and element: the passes below loop over
+# them (the regularizer code is loop-invariant, so LLVM hoists the branch and
+# vectorizes each loop). ``c = (μ, μ², 1, 2, 4)`` in the precision of the
+# arithmetic (θ's in the step, float64 elsewhere).
+@njit(**_INLINE)
+def _constants(mu, one):
+    """``(μ, μ², 1, 2, 4)`` in the precision of ``one``."""
+    ft = type(one)
+    return ft(mu), ft(mu * mu), one, ft(2.0), ft(4.0)
+
+
+@njit(**_INLINE)
+def _value(x, code, c):
+    """ḡ(x) in the precision of x and c. Cancellation-free forms:
+    ``sqrt(μ²+x²) − μ = x²/(sqrt(μ²+x²) + μ)`` and, with
+    ``s = sqrt(μ² + 4x²)``, ``s − μ = 4x²/(s + μ)``,
+    ``ln((s + μ)/(2μ)) = log1p((s − μ)/(2μ))``."""
+    mu, mu2, one, two, four = c
+    if code == _PSEUDO_HUBER:
+        return x * x / (np.sqrt(mu2 + x * x) + mu)
+    if code == _OSTROVSKII_BACH:
+        s = np.sqrt(mu2 + four * x * x)
+        s_minus_mu = four * x * x / (s + mu)
+        return (s_minus_mu - mu * np.log1p(s_minus_mu / (two * mu))) / two
+    return x * x / two
+
+
+@njit(**_INLINE)
+def _slope_and_inverse_curvature(x, code, c):
+    """``(ḡ'(x), 1/ḡ''(x))`` in the precision of x and c: pseudo-Huber
+    ``(x/sqrt(μ²+x²), (μ²+x²)^{3/2}/μ²)``, Ostrovskii-Bach
+    ``(2x/(s+μ), s(s+μ)/(2μ))`` with ``s = sqrt(μ²+4x²)``, ℓ2 ``(x, 1)``."""
+    mu, mu2, one, two, four = c
+    if code == _PSEUDO_HUBER:
+        q = mu2 + x * x
+        root = np.sqrt(q)
+        return x / root, q * root / mu2
+    if code == _OSTROVSKII_BACH:
+        s = np.sqrt(mu2 + four * x * x)
+        return two * x / (s + mu), s * (s + mu) / (two * mu)
+    return x, one
+
+
 @njit(**NUMBA_OPTIONS)
 def _derivatives_kernel(t, code, mu, grad, hess):
     """ḡ'(t) and ḡ''(t) in one pass over θ (float64 arithmetic)."""
+    c = _constants(mu, 1.0)
     for i in range(t.size):
-        x = np.float64(t[i])
-        if code == _PSEUDO_HUBER:
-            root = math.sqrt(mu * mu + x * x)
-            grad[i] = x / root
-            hess[i] = mu * mu / (root * root * root)
-        elif code == _OSTROVSKII_BACH:
-            s = math.sqrt(mu * mu + 4.0 * x * x)
-            grad[i] = 2.0 * x / (s + mu)
-            hess[i] = 2.0 * mu / (s * (s + mu))
-        else:
-            grad[i] = x
-            hess[i] = 1.0
+        slope, inverse = _slope_and_inverse_curvature(np.float64(t[i]), code, c)
+        grad[i] = slope
+        hess[i] = 1.0 / inverse
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
@@ -39,75 +77,45 @@ def _step_quantities_kernel(t, code, mu, tau, scale, grad, inv_curv):
     """∇g = τ ḡ'(θ), D = 1/(scale · ḡ''(θ)) and η² = ∇gᵀ D ∇g in one pass.
 
     Element-wise arithmetic in θ's precision (float32 runs twice as many
-    SIMD lanes), η² accumulated in float64. One loop per regularizer (the
-    branch hoisted out of the loop) and D written without a division
-    (pseudo-Huber: 1/ḡ'' = (μ² + t²)^{3/2} / μ²), so that LLVM vectorizes.
+    SIMD lanes), η² accumulated in float64.
     """
     ft = t.dtype.type
+    c = _constants(mu, ft(1.0))
+    tau_, inv_scale = ft(tau), ft(1.0 / scale)
     eta_sq = 0.0
-    if code == _PSEUDO_HUBER:
-        mu2 = ft(mu * mu)
-        c = ft(1.0 / (scale * mu * mu))
-        tau_ = ft(tau)
-        for i in range(t.size):
-            x = t[i]
-            q = mu2 + x * x
-            root = np.sqrt(q)
-            g = tau_ * x / root
-            d = c * q * root
-            grad[i] = g
-            inv_curv[i] = d
-            eta_sq += np.float64(g * g * d)
-    elif code == _OSTROVSKII_BACH:
-        mu_ = ft(mu)
-        mu2 = ft(mu * mu)
-        c = ft(1.0 / (2.0 * scale * mu))
-        two_tau = ft(2.0 * tau)
-        four = ft(4.0)
-        for i in range(t.size):
-            x = t[i]
-            s = np.sqrt(mu2 + four * x * x)
-            g = two_tau * x / (s + mu_)
-            d = c * s * (s + mu_)
-            grad[i] = g
-            inv_curv[i] = d
-            eta_sq += np.float64(g * g * d)
-    else:
-        d = ft(1.0 / scale)
-        tau_ = ft(tau)
-        for i in range(t.size):
-            g = tau_ * t[i]
-            grad[i] = g
-            inv_curv[i] = d
-            eta_sq += np.float64(g * g * d)
+    for i in range(t.size):
+        slope, inverse = _slope_and_inverse_curvature(t[i], code, c)
+        g = tau_ * slope
+        d = inv_scale * inverse
+        grad[i] = g
+        inv_curv[i] = d
+        eta_sq += np.float64(g * g * d)
     return eta_sq
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
 def _value_sum_kernel(t, code, mu):
-    """Σ_i ḡ(θ_i) in one pass, summed in float64. The pseudo-Huber terms are
-    evaluated in θ's precision (a float32 fit's risk is a float32 sum too;
-    relative error ~1e-7), the rarer regularizers in float64. One loop per
-    regularizer so that LLVM vectorizes it."""
+    """Σ_i ḡ(θ_i) in one pass, summed in float64: the pseudo-Huber terms in
+    θ's precision (a float32 fit's risk is a float32 sum too; relative error
+    ~1e-7), the rarer regularizers in float64."""
     total = 0.0
     if code == _PSEUDO_HUBER:
-        ft = t.dtype.type
-        mu_ = ft(mu)
-        mu2 = ft(mu * mu)
+        c = _constants(mu, t.dtype.type(1.0))
         for i in range(t.size):
-            x = t[i]
-            total += np.float64(x * x / (np.sqrt(mu2 + x * x) + mu_))
-    elif code == _OSTROVSKII_BACH:
-        for i in range(t.size):
-            x = np.float64(t[i])
-            s = math.sqrt(mu * mu + 4.0 * x * x)
-            s_minus_mu = 4.0 * x * x / (s + mu)
-            total += 0.5 * s_minus_mu - 0.5 * mu * math.log1p(s_minus_mu / (2.0 * mu))
+            total += np.float64(_value(t[i], code, c))
     else:
+        c = _constants(mu, 1.0)
         for i in range(t.size):
-            x = np.float64(t[i])
-            total += 0.5 * x * x
+            total += _value(np.float64(t[i]), code, c)
     return total
+
+
+@njit(**NUMBA_OPTIONS)
+def _values_kernel(t, code, mu, out):
+    """ḡ(t_i) for every element (float64)."""
+    c = _constants(mu, 1.0)
+    for i in range(t.size):
+        out[i] = _value(np.float64(t[i]), code, c)
 
 
 class _GSCRegularizer:
@@ -146,6 +154,14 @@ class _GSCRegularizer:
         return _value_sum_kernel(np.ascontiguousarray(t).ravel(), self._code,
                                  self.mu)
 
+    def value(self, t):
+        """ḡ(t), element-wise (float64)."""
+        t = np.asarray(t)
+        flat = np.ascontiguousarray(t).ravel()
+        out = np.empty(flat.shape, dtype=np.float64)
+        _values_kernel(flat, self._code, self.mu, out)
+        return out.reshape(t.shape)
+
     def gradient(self, t):
         """ḡ'(t), element-wise."""
         return self.derivatives(t)[0]
@@ -181,12 +197,6 @@ class PseudoHuber(_GSCRegularizer):
     nu = 2.6
     M_h = 2.0
 
-    def value(self, t):
-        mu = self.mu
-        # sqrt(μ²+t²) − μ = t² / (sqrt(μ²+t²) + μ): no cancellation for small t
-        return t * t / (np.hypot(mu, t) + mu)
-
-
 
 class OstrovskiiBach(_GSCRegularizer):
     """Ostrovskii-Bach smoothing of |t| with ``s = sqrt(μ² + 4t²)``.
@@ -199,14 +209,6 @@ class OstrovskiiBach(_GSCRegularizer):
     nu = 3.0
     M_h = 2.0 * np.sqrt(2.0)
 
-    def value(self, t):
-        mu = self.mu
-        s = np.hypot(mu, 2.0 * t)
-        # s − μ = 4t²/(s + μ);  ln((s+μ)/(2μ)) = log1p((s − μ)/(2μ))
-        s_minus_mu = 4.0 * t * t / (s + mu)
-        return 0.5 * s_minus_mu - 0.5 * mu * np.log1p(s_minus_mu / (2.0 * mu))
-
-
 
 class L2(_GSCRegularizer):
     """Squared ℓ2 penalty ``ḡ(t) = t²/2`` (``M_g = 0``; μ unused)."""
@@ -215,10 +217,6 @@ class L2(_GSCRegularizer):
     _code = _L2
     nu = None
     M_h = 0.0
-
-    def value(self, t):
-        return 0.5 * t * t
-
 
 
 REGULARIZERS = {

@@ -139,6 +139,7 @@ def test_compiled_sigmoid_and_single_output_kernels(loss):
     problem.network.n_outputs = 1
     model = arguments["model"]
     arguments["model"] = model[:1] + ((7, 1) + model[1][2:],) + model[2:]
+    arguments["n_params"] = problem.network.n_params
     batches = solver.batching.epoch(problem.n_samples, np.random.RandomState(0))
     ours = _compiled.run_compiled_epoch(arguments, solver.damping, theta0,
                                         batches, SolverState())

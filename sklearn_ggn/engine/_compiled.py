@@ -713,6 +713,7 @@ def compiled_epoch_arguments(solver, problem):
     return dict(
         data=(writable(problem.Xa), writable(problem.Y),
               writable(problem.sample_weight)),
+        n_params=int(net.n_params),
         model=(structure,
                (int(net.n_hidden), int(net.n_outputs), float(net.kappa),
                 int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
@@ -738,8 +739,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     route does."""
     Xa, Y, sample_weight = arguments["data"]
     model = arguments["model"]
-    n, K, _, _, fit_intercept = model[1]
-    p = n * Xa.shape[1] + n * K + K * int(fit_intercept)
+    K, p = model[1][1], arguments["n_params"]
     # numba checks no bounds: shapes are checked here
     if np.shape(theta) != (p,):
         raise ValueError(f"theta has shape {np.shape(theta)}; the network has "
