@@ -1,7 +1,7 @@
 """The compiled kernels are cached outside the package, installed or not.
 
-In a fresh virtual environment (``--system-site-packages``, so that numpy,
-scipy, scikit-learn and numba come from this one) a copy of the source tree
+In a fresh virtual environment (that sees this environment's numpy, scipy,
+scikit-learn and numba) a copy of the source tree
 is installed non-editable, imported and fitted from another folder, then
 reinstalled editable and imported from another folder. Neither the
 installed package folder nor the source tree of the editable install may
@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -85,8 +86,19 @@ def test_installed_and_editable_packages_stay_unwritten(tmp_path):
         ".git", "__pycache__", "*.nbi", "*.nbc", "*.egg-info", "build", "dist",
         ".venv", "docs", "examples", "benchmarks", "tests", "*.png"))
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    venv.create(env_dir, with_pip=False)
     python = str(env_dir / ("Scripts" if os.name == "nt" else "bin") / "python")
+    # numpy, scipy, scikit-learn and numba from this environment (which may
+    # itself be a virtual environment: --system-site-packages would reach
+    # the base interpreter's packages instead): its site folders go on the
+    # new environment's path after its own, without running their .pth
+    # files (no editable install of this source tree leaks in)
+    inner = subprocess.run([python, "-c", "import sysconfig; "
+                            "print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True)
+    outer = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    Path(inner.stdout.strip(), "outer_environment.pth").write_text(
+        "\n".join(sorted(outer)) + "\n")
     cache = tmp_path / "cache"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("NUMBA_", "SKLEARN_GGN_", "PYTHON", "XDG_"))}
