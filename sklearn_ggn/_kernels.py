@@ -20,6 +20,7 @@ GEMM per row block) instead of K² times as an explicit Jacobian would.
 import numpy as np
 from numba import njit
 
+from ._activations import _activate_kernel
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
@@ -430,3 +431,83 @@ def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
     if D_bo.size:
         gram += (Ft * D_bo) @ Ft.T
     return gram
+
+
+# ------------------------------------------------ the network's own pieces
+# The forward pass after X̂Ûᵀ and the backward pass but for X̂ᵀ(·): the NumPy
+# route (TwoLayerNetwork) and the compiled step (engine/_compiled.py) call
+# these; dense and sparse inputs differ only in the products with X̂.
+
+
+@njit(**NUMBA_OPTIONS)
+def outputs_kernel(pre, V, b_o, kappa, act, with_deriv):
+    """``(ρ(pre), ρ'(pre), Φ = κ ρ V + b_o)`` (ρ in place of ρ' without
+    derivatives; ``b_o`` empty without output bias), in pre's dtype."""
+    b, n = pre.shape
+    rho = np.empty((b, n), dtype=pre.dtype)
+    rho_d = np.empty((b, n), dtype=pre.dtype) if with_deriv else rho
+    _activate_kernel(np.ascontiguousarray(pre).reshape(b * n), act,
+                     rho.reshape(b * n), rho_d.reshape(b * n), with_deriv)
+    F = rho @ V
+    F *= pre.dtype.type(kappa)
+    if b_o.size:
+        F += b_o
+    return rho, rho_d, F
+
+
+@njit(**NUMBA_OPTIONS)
+def output_part_kernel(rho, dV, db_o, kappa):
+    """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
+    weights and bias of a direction (``db_o`` empty without output bias)."""
+    raw = rho @ dV
+    raw *= rho.dtype.type(kappa)
+    if db_o.size:
+        raw += db_o
+    return raw
+
+
+@njit(**NUMBA_OPTIONS)
+def apply_parts_kernel(a, u, w, z, transpose):
+    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row of z, with
+    ``A_k = diag(a_k) − u_k w_kᵀ``: O(K) per row."""
+    b, K = z.shape
+    out = np.empty((b, K), dtype=z.dtype)
+    for k in range(b):
+        dot = z.dtype.type(0)
+        for c in range(K):
+            dot += (u[k, c] if transpose else w[k, c]) * z[k, c]
+        for c in range(K):
+            out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
+    return out
+
+
+@njit(**NUMBA_OPTIONS)
+def hidden_error_kernel(e, V, rho_d, kappa):
+    """The hidden layer's error of the gradient ``Jᵀ e``:
+    ``κ ρ' ∘ (e Vᵀ)`` (b × n), one GEMM."""
+    hidden = e @ V.T
+    hidden *= rho_d
+    hidden *= e.dtype.type(kappa)
+    return hidden
+
+
+@njit(**NUMBA_OPTIONS)
+def backpropagate_kernel(hidden, z, Xa, rho, d_aug, kappa, fit_intercept, out):
+    """``out = [hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat, θ's layout) for the
+    hidden layer's error ``hidden`` (b × n) and the output-space vector
+    ``z`` (b × K). An ``Xa`` without its d̂ columns (sparse inputs: b × 0)
+    leaves the hidden weights' block to the caller."""
+    b, n = hidden.shape
+    K = z.shape[1]
+    p_u = n * d_aug
+    if Xa.shape[1] == d_aug:
+        np.dot(hidden.T, Xa, out[:p_u].reshape((n, d_aug)))
+    gV = out[p_u:p_u + n * K].reshape((n, K))
+    np.dot(rho.T, z, gV)
+    gV *= rho.dtype.type(kappa)
+    if fit_intercept:
+        for c in range(K):
+            acc = z.dtype.type(0)
+            for k in range(b):
+                acc += z[k, c]
+            out[p_u + n * K + c] = acc

@@ -23,8 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._activations import activate
+from ._activations import ACTIVATIONS
 from ._kernels import (
+    apply_parts_kernel,
+    backpropagate_kernel,
+    hidden_error_kernel,
+    output_part_kernel,
+    outputs_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
     hidden_gram_combine_kernel,
@@ -140,12 +145,10 @@ class TwoLayerNetwork:
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
         _, V, b_o = self.unpack(theta)
         pre = self.pre_activations(theta, Xa)
-        rho, rho_deriv = activate(pre, self.activation, with_deriv)
-        outputs = rho @ V
-        outputs *= self.kappa
-        if b_o is not None:
-            outputs += b_o
-        return ForwardCache(Xa, rho, rho_deriv, outputs)
+        rho, rho_deriv, outputs = outputs_kernel(
+            pre, _as(V, pre.dtype), _bias(b_o, pre.dtype), self.kappa,
+            ACTIVATIONS[self.activation], with_deriv)
+        return ForwardCache(Xa, rho, rho_deriv if with_deriv else None, outputs)
 
     # ------------------------------------------------------------ Jacobian
     def sensitivities(self, theta, cache, factor):
@@ -181,11 +184,9 @@ class TwoLayerNetwork:
     def _output_part(self, cache, dV, db_o):
         """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
         weights and bias."""
-        raw = cache.rho @ dV
-        raw *= self.kappa
-        if db_o is not None:
-            raw += db_o
-        return raw
+        dtype = np.result_type(cache.rho, dV)
+        return output_part_kernel(_as(cache.rho, dtype), _as(dV, dtype),
+                                  _bias(db_o, dtype), self.kappa)
 
     def vjp(self, theta, cache, W, factor, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
@@ -204,27 +205,25 @@ class TwoLayerNetwork:
         """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``:
         the hidden layer's error ``κ ρ' ∘ (e Vᵀ)`` is one GEMM."""
         _, V, _ = self.unpack(theta)
-        e = np.ascontiguousarray(residual, dtype=cache.rho.dtype)
-        hidden = e @ V.T
-        hidden *= cache.rho_deriv
-        hidden *= self.kappa
-        return self._backpropagate(cache, hidden, e)
+        dtype = cache.rho.dtype
+        e = _as(residual, dtype)
+        return self._backpropagate(cache, hidden_error_kernel(
+            e, _as(V, dtype), _as(cache.rho_deriv, dtype), self.kappa), e)
 
     def _backpropagate(self, cache, hidden, z):
         """θ-space vector from the hidden layer's error ``hidden`` (b × n) and
         the output-space vector ``z`` (b × K): ``[hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]``."""
-        grad = np.empty(self.n_params, dtype=cache.rho.dtype)
-        gU, gV, gb_o = self.unpack(grad)
-        if sp.issparse(cache.Xa):
-            Xa = cache.Xa
+        dtype = cache.rho.dtype
+        grad = np.empty(self.n_params, dtype=dtype)
+        Xa = cache.Xa
+        sparse = sp.issparse(Xa)
+        backpropagate_kernel(_as(hidden, dtype), _as(z, dtype),
+                             np.empty((Xa.shape[0], 0), dtype) if sparse
+                             else _as(Xa, dtype), cache.rho, self.d_aug,
+                             self.kappa, self.fit_intercept, grad)
+        if sparse:
             sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                                hidden, gU)
-        else:
-            np.dot(hidden.T, cache.Xa, out=gU)
-        np.dot(cache.rho.T, z, out=gV)
-        gV *= self.kappa
-        if gb_o is not None:
-            gb_o[:] = z.sum(axis=0)
+                                                hidden, self.unpack(grad)[0])
         return grad
 
     # ------------------------------------------------------------ Gram
@@ -517,10 +516,19 @@ class TwoLayerNetwork:
 def _apply_factor(factor, z, transpose):
     """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row k, O(K) per
     row for the :class:`FactorParts` ``A = diag(a) − u wᵀ``."""
-    left, right = (factor.w, factor.u) if transpose else (factor.u, factor.w)
-    out = factor.a * z
-    out -= left * np.einsum("ij,ij->i", right, z)[:, None]
-    return out
+    dtype = np.result_type(factor.a, z)
+    return apply_parts_kernel(_as(factor.a, dtype), _as(factor.u, dtype),
+                              _as(factor.w, dtype), _as(z, dtype), transpose)
+
+
+def _as(a, dtype):
+    """``a`` C-contiguous in ``dtype`` (the kernels take one dtype)."""
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _bias(b_o, dtype):
+    """The output bias, or an empty array without one (the kernels' form)."""
+    return np.empty(0, dtype) if b_o is None else _as(b_o, dtype)
 
 
 def _dense(factor):

@@ -26,13 +26,18 @@ import math
 import numpy as np
 from numba import njit
 
-from .._activations import ACTIVATIONS, _activate_kernel
+from .._activations import ACTIVATIONS
 from .._config import NUMBA_OPTIONS
 from .._kernels import (
+    apply_parts_kernel,
+    backpropagate_kernel,
     cholesky_solve_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
+    hidden_error_kernel,
     outer_products_kernel,
+    output_part_kernel,
+    outputs_kernel,
     pair_products_kernel,
     per_unit_kernel,
     structured_gram_block_kernel,
@@ -85,22 +90,10 @@ MESSAGES = {
 def _forward(theta, Xb, n, K, kappa, act, fit_intercept, with_deriv):
     """ρ, ρ' (or ρ again without derivatives) and the outputs Φ on a batch,
     in θ's dtype."""
-    b, d_aug = Xb.shape
-    p_u = n * d_aug
-    U = theta[:p_u].reshape((n, d_aug))
-    V = theta[p_u:p_u + n * K].reshape((n, K))
-    pre = Xb @ U.T
-    rho = np.empty((b, n), dtype=theta.dtype)
-    rho_d = np.empty((b, n), dtype=theta.dtype) if with_deriv else rho
-    _activate_kernel(pre.reshape(b * n), act, rho.reshape(b * n),
-                     rho_d.reshape(b * n), with_deriv)
-    F = rho @ V
-    for k in range(b):
-        for c in range(K):
-            F[k, c] *= kappa
-            if fit_intercept:
-                F[k, c] += theta[p_u + n * K + c]
-    return rho, rho_d, F
+    p_u = n * Xb.shape[1]
+    U = theta[:p_u].reshape((n, Xb.shape[1]))
+    return outputs_kernel(Xb @ U.T, theta[p_u:p_u + n * K].reshape((n, K)),
+                          theta[p_u + n * K:], kappa, act, with_deriv)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -117,44 +110,23 @@ def _objective(theta, reg, Xb, Yb, s, net, loss, with_deriv):
 def _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out):
     """``out = [hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat, written in place: a row
     of the step's workspace)."""
-    d_aug = Xb.shape[1]
-    p_u = n * d_aug
-    np.dot(hidden.T, Xb, out[:p_u].reshape((n, d_aug)))
-    np.dot(rho.T, z, out[p_u:p_u + n * K].reshape((n, K)))
-    for m in range(p_u, p_u + n * K):
-        out[m] *= kappa
-    if fit_intercept:
-        for c in range(K):
-            acc = 0.0
-            for k in range(z.shape[0]):
-                acc += z[k, c]
-            out[p_u + n * K + c] = acc
+    backpropagate_kernel(hidden, z, Xb, rho, Xb.shape[1], kappa, fit_intercept,
+                         out)
 
 
 @njit(**NUMBA_OPTIONS)
 def _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, out):
-    """``out = Jᵀ e``: the hidden layer's error ``κ ρ' ∘ (e Vᵀ)`` is one
-    GEMM."""
-    hidden = e @ V.T
-    b = e.shape[0]
-    for k in range(b):
-        for i in range(n):
-            hidden[k, i] *= rho_d[k, i] * kappa
-    _backpropagate(hidden, e, Xb, rho, n, K, kappa, fit_intercept, out)
+    """``out = Jᵀ e``."""
+    _backpropagate(hidden_error_kernel(e, V, rho_d, kappa), e, Xb, rho, n, K,
+                   kappa, fit_intercept, out)
 
 
 @njit(**NUMBA_OPTIONS)
 def _output_part(v, rho, n, d_aug, K, kappa, fit_intercept):
-    """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
-    weights and bias of a direction ``v``."""
+    """``κ ρ δV + δb_o`` (b × K) of a direction ``v``."""
     p_u = n * d_aug
-    raw = rho @ v[p_u:p_u + n * K].reshape((n, K))
-    for k in range(raw.shape[0]):
-        for c in range(K):
-            raw[k, c] *= kappa
-            if fit_intercept:
-                raw[k, c] += v[p_u + n * K + c]
-    return raw
+    return output_part_kernel(rho, v[p_u:p_u + n * K].reshape((n, K)),
+                              v[p_u + n * K:], kappa)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -222,27 +194,13 @@ _REG_GRAD, _D, _R, _DV, _BACK, _DIR, _RES, _DV2, _CORR = range(9)
 
 # ------------------------------------------------------------ exact step
 @njit(**NUMBA_OPTIONS)
-def _apply_parts(a, u, w, z, transpose):
-    """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` per row."""
-    b, K = z.shape
-    out = np.empty((b, K), dtype=z.dtype)
-    for k in range(b):
-        dot = 0.0
-        for c in range(K):
-            dot += (u[k, c] if transpose else w[k, c]) * z[k, c]
-        for c in range(K):
-            out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
-    return out
-
-
-@njit(**NUMBA_OPTIONS)
 def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
     """``J̃ v`` (b × K)."""
     b, d_aug = Xb.shape
     dpre = Xb @ v[:n * d_aug].reshape((n, d_aug)).T
     out = np.empty((b, K), dtype=v.dtype)
     contract_hidden_kernel(W, dpre, kappa, out)
-    out += _apply_parts(a, u, w, _output_part(v, rho, n, d_aug, K, kappa,
+    out += apply_parts_kernel(a, u, w, _output_part(v, rho, n, d_aug, K, kappa,
                                               fit_intercept), True)
     return out
 
@@ -252,7 +210,7 @@ def _vjp(y, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, out):
     """``out = J̃ᵀ y`` (flat) for y of shape (b, K)."""
     hidden = np.empty((W.shape[0], W.shape[2]), dtype=y.dtype)
     contract_outputs_kernel(W, y, kappa, hidden)
-    z = _apply_parts(a, u, w, y, False)
+    z = apply_parts_kernel(a, u, w, y, False)
     _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
 
 
