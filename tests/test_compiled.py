@@ -188,12 +188,10 @@ def test_compiled_epoch_rejects_steps_like_the_python_epoch():
     _assert_same(results)
 
 
-def test_compiled_epoch_refines_like_the_python_epoch():
-    """Tiny τ with a fixed tiny damping: D is huge, ‖D r‖/‖d‖ exceeds the
-    refinement threshold and both paths refine the dual direction."""
+def _solve_both_counting_refinements(monkeypatch, problem, theta0, **solver_kw):
+    """``_solve_both`` and how often the NumPy route refined a direction."""
     from sklearn_ggn.engine import _linearization
 
-    problem, theta0 = _problem("squared_error", 2, tau=1e-6)
     calls = []
     original = _linearization.Linearization.primal_residual
 
@@ -201,12 +199,19 @@ def test_compiled_epoch_refines_like_the_python_epoch():
         calls.append(1)
         return original(self, d, r)
 
-    _linearization.Linearization.primal_residual = spy
-    try:
-        results = _solve_both(problem, theta0, damping=1e-6, max_iter=2)
-    finally:
-        _linearization.Linearization.primal_residual = original
-    assert calls  # the Python path refined
+    monkeypatch.setattr(_linearization.Linearization, "primal_residual", spy)
+    results = _solve_both(problem, theta0, **solver_kw)
+    monkeypatch.undo()
+    return results, len(calls)
+
+
+def test_compiled_epoch_refines_like_the_python_epoch(monkeypatch):
+    """Tiny τ with a fixed tiny damping: D is huge, ‖D r‖/‖d‖ exceeds the
+    refinement threshold and both paths refine the dual direction."""
+    problem, theta0 = _problem("squared_error", 2, tau=1e-6)
+    results, refined = _solve_both_counting_refinements(
+        monkeypatch, problem, theta0, damping=1e-6, max_iter=2)
+    assert refined  # the Python path refined
     # the dual formula loses log10(‖D r‖/‖d‖) digits before refinement, so
     # the two paths agree to the refined solution's accuracy, norm-wise
     _assert_same(results, rtol=1e-7, normwise=True)
@@ -441,31 +446,18 @@ def test_structured_compiled_step_weights_and_strategies(weights, damping,
                              shuffle=weights == "random"))
 
 
-def test_structured_compiled_step_rejects_and_refines_like_numpy():
+def test_structured_compiled_step_rejects_and_refines_like_numpy(monkeypatch):
     """Tiny batches undo steps; a tiny τ with a tiny fixed damping makes D
     huge, so the solve without the explicit gradient is declined and the
     dual solve of the explicit gradient is refined — on both routes."""
-    from sklearn_ggn.engine import _linearization
-
     problem, theta0 = _problem("log_loss", 4, tau=1e-4, n_hidden=12)
     results = _solve_both(problem, theta0, batch=3, max_iter=4, step="structured")
     assert results[1][1].damping.n_rejected > 0
     _assert_same(results)
     problem, theta0 = _problem("squared_error", 1, tau=1e-6)
-    calls = []
-    original = _linearization.Linearization.primal_residual
-
-    def spy(self, d, r):
-        calls.append(1)
-        return original(self, d, r)
-
-    _linearization.Linearization.primal_residual = spy
-    try:
-        results = _solve_both(problem, theta0, damping=1e-6, max_iter=2,
-                              step="structured")
-    finally:
-        _linearization.Linearization.primal_residual = original
-    assert calls  # the NumPy route refined
+    results, refined = _solve_both_counting_refinements(
+        monkeypatch, problem, theta0, damping=1e-6, max_iter=2, step="structured")
+    assert refined  # the NumPy route refined
     _assert_same(results, rtol=1e-7, normwise=True)
 
 
