@@ -61,12 +61,15 @@ from ._linearization import (
 )
 from ._problem import Problem
 from ._strategies import (
-    DIVERGENCE_FACTOR,
     AdaptiveDamping,
     AdaptiveStepSize,
     ArmijoLineSearch,
     Batching,
     FixedDamping,
+    armijo_holds,
+    damping_rule,
+    grew,
+    step_size_rule,
 )
 
 # The step's structure: the exact step, or per-unit H with one kernel row
@@ -486,14 +489,13 @@ def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
     obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, loss, True)
     if adaptive and has_previous:
         old = _objective(previous, reg_previous, Xb, Yb, s, net, loss, False)[0]
-        if obj > reject_ratio * old:
-            lam *= increase
+        accepted, lam = damping_rule(obj, old, lam, floor, increase, decay,
+                                     reject_ratio)
+        if not accepted:
             n_rejected += 1
             theta, reg = previous, reg_previous
             obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
                                                   loss, True)
-        else:
-            lam = max(floor, lam * decay)
     status, value, alpha = OK, 0.0, 0.0
     curvature = lam * unit if adaptive else scale
     new, reg_new = theta, reg
@@ -501,21 +503,21 @@ def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
         status = NON_FINITE
     elif np.isnan(initial_objective):
         initial_objective = obj
-    elif obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
+    elif grew(obj, initial_objective):
         status, value = GREW, obj
     if status == OK:
         status, d, eta, slope = _direction(structure, theta, Xb, Yb, s, rho, rho_d,
                                            F, net, loss, reduced, reg_code, mu,
                                            tau, curvature, ws)
     if status == OK:
-        alpha = min(1.0, step_size / (1.0 + M_g * eta))
+        alpha = step_size_rule(step_size, M_g, eta)
         if line_search:
             accepted = False
             for _ in range(max_trials):
                 new = _axpy(theta, alpha, d)
                 reg_new = tau * _value_sum_kernel(new, reg_code, mu)
                 trial = _objective(new, reg_new, Xb, Yb, s, net, loss, False)[0]
-                if np.isfinite(trial) and trial <= obj - c_armijo * alpha * slope:
+                if armijo_holds(trial, obj, c_armijo, alpha, slope):
                     accepted = True
                     break
                 alpha *= shrink
@@ -594,7 +596,7 @@ def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, loss,
     obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, loss, False)[0]
     if not np.isfinite(obj) or not _all_finite(theta):
         return NON_FINITE, obj
-    if obj > DIVERGENCE_FACTOR * max(1.0, initial_objective):
+    if grew(obj, initial_objective):
         return GREW, obj
     return OK, obj
 

@@ -11,7 +11,7 @@ from threadpoolctl import threadpool_limits
 from .. import _memory
 from ._compiled import compiled_epoch_arguments, run_compiled_epoch
 from ._linearization import StepFailure
-from ._strategies import DIVERGENCE_FACTOR
+from ._strategies import grew
 
 # BLAS thread policy: steps estimated below this many flops run on one BLAS
 # thread. Measured on a 2-core machine with other work running (per step,
@@ -295,7 +295,7 @@ class Solver:
             raise StepFailure("non-finite objective or parameters")
         if state.initial_objective is None:
             state.initial_objective = objective
-        elif objective > DIVERGENCE_FACTOR * max(1.0, state.initial_objective):
+        elif grew(float(objective), float(state.initial_objective)):
             raise StepFailure(f"objective grew to {objective:.3g}")
 
     def _full_batch_iteration(self, problem, theta, current, state):

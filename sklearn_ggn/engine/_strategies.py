@@ -1,11 +1,48 @@
 """The interchangeable rules of the solver: damping, step size, line search,
-batching and stopping. Each is configured once and asked during the loop."""
+batching and stopping. Each is configured once and asked during the loop.
+
+The rules' formulas are the compiled functions below, which the strategy
+classes (the NumPy route) and the compiled step (``_compiled.step``) both
+call."""
 
 import numpy as np
+from numba import njit
 
-# An objective this many times the initial one (or 1) counts as divergence
-# (the Python and the compiled epoch alike).
+from .._config import NUMBA_OPTIONS
+
+# An objective this many times the initial one (or 1) counts as divergence.
 DIVERGENCE_FACTOR = 1e4
+
+
+@njit(**NUMBA_OPTIONS)
+def grew(objective, initial_objective):
+    """Whether the objective grew past ``DIVERGENCE_FACTOR · max(1, L₀)``."""
+    return objective > DIVERGENCE_FACTOR * max(1.0, initial_objective)
+
+
+@njit(**NUMBA_OPTIONS)
+def step_size_rule(step_size, M_g, eta):
+    """The paper's ``α = min(1, ᾱ / (1 + M_g η))``."""
+    return min(1.0, step_size / (1.0 + M_g * eta))
+
+
+@njit(**NUMBA_OPTIONS)
+def damping_rule(new_objective, old_objective, lam, floor, increase, decay,
+                 reject_ratio):
+    """``(accepted, λ)`` of the adaptive damping's test of the last step on
+    the next batch: undone when it made that batch's objective
+    ``reject_ratio`` times worse (``λ ← increase·λ``), else
+    ``λ ← max(floor, decay·λ)``."""
+    if new_objective > reject_ratio * old_objective:
+        return False, lam * increase
+    return True, max(floor, lam * decay)
+
+
+@njit(**NUMBA_OPTIONS)
+def armijo_holds(trial, objective, c, alpha, slope):
+    """Armijo's sufficient decrease ``L(θ − α d) ≤ L(θ) − c α rᵀd`` (and a
+    finite trial)."""
+    return np.isfinite(trial) and trial <= objective - c * alpha * slope
 
 
 class FixedDamping:
@@ -119,12 +156,12 @@ class AdaptiveDamping:
 
     def accept(self, new_objective, old_objective):
         """Judge the last step on the next batch: True keeps it."""
-        if new_objective > self.reject_ratio * old_objective:
-            self.lam *= self.increase
-            self.n_rejected += 1
-            return False
-        self.lam = max(self.floor, self.lam * self.step_decay)
-        return True
+        accepted, self.lam = damping_rule(
+            float(new_objective), float(old_objective), float(self.lam),
+            float(self.floor), float(self.increase), float(self.step_decay),
+            float(self.reject_ratio))
+        self.n_rejected += not accepted
+        return accepted
 
     def end_epoch(self, objective, n_steps=None):
         """Raise the floor after an epoch without progress.
@@ -220,7 +257,7 @@ class AdaptiveStepSize:
 
     def __call__(self, M_g, eta):
         """α for the self-concordance constant ``M_g`` and ``η = ‖∇g‖*_θ``."""
-        return min(1.0, self.step_size / (1.0 + M_g * eta))
+        return step_size_rule(self.step_size, float(M_g), float(eta))
 
 
 class ArmijoLineSearch:
@@ -253,7 +290,8 @@ class ArmijoLineSearch:
         for _ in range(self.max_trials):
             candidate = theta - alpha * direction
             trial = objective(candidate)
-            if np.isfinite(trial) and trial <= current - self.c * alpha * slope:
+            if armijo_holds(float(trial), float(current), float(self.c), alpha,
+                            float(slope)):
                 return alpha, trial, candidate
             alpha *= self.shrink
         return 0.0, current, theta
