@@ -138,7 +138,7 @@ def test_compiled_sigmoid_and_single_output_kernels(loss):
     arguments = compiled_epoch_arguments(solver, problem)
     problem.network.n_outputs = 1
     model = arguments["model"]
-    arguments["model"] = model[:1] + ((7, 1) + model[1][2:],) + model[2:]
+    arguments["model"] = ((7, 1) + model[0][2:],) + model[1:]
     arguments["n_params"] = problem.network.n_params
     batches = solver.batching.epoch(problem.n_samples, np.random.RandomState(0))
     ours = _compiled.run_compiled_epoch(arguments, solver.damping, theta0,
@@ -415,7 +415,7 @@ def _structure_of(problem, **solver_kw):
     if solver._compiled is None:
         return None
     return {_compiled.EXACT: "exact", _compiled.UNIT: "unit"}[
-        solver._compiled["model"][0]]
+        solver._compiled["structure"]]
 
 
 @pytest.mark.parametrize("loss,K", STRUCTURED_CASES)
@@ -511,8 +511,8 @@ def test_structured_float32_direction_falls_back_to_float64():
     problem, theta0 = _problem("squared_error", 1, tau=1e-6)
     solver = _solver(True, damping=1e-6, step="structured")
     solver.prepare(problem, SolverState())
-    model = solver._compiled["model"]
-    structure, net, loss, reduced, reg_code, mu, tau, _ = model
+    structure = solver._compiled["structure"]
+    net, loss, reduced, reg_code, mu, tau, _ = solver._compiled["model"]
     Xa, Y, w = solver._compiled["data"]
     s = w[:12] / w[:12].sum()
     directions = {}

@@ -24,7 +24,7 @@ the tests hold this module to.
 import math
 
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 from .._activations import ACTIVATIONS
 from .._config import NUMBA_OPTIONS
@@ -463,11 +463,12 @@ def _direction(structure, theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
 
 # ------------------------------------------------------------ the step
 @njit(**NUMBA_OPTIONS)
-def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
-         rules, lam, n_rejected, initial_objective, ws):
+def step(structure, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
+         model, rules, lam, n_rejected, initial_objective, ws):
     """One GGN-SCORE step on one batch.
 
-    ``model = (structure, net, loss, reduced, reg_code, μ, τ, M_g)``,
+    ``structure`` is :data:`EXACT` or :data:`UNIT` (each compiles a step
+    of its own), ``model = (net, loss, reduced, reg_code, μ, τ, M_g)``,
     ``rules = (step_size, line_search, (c, shrink, max_trials), adaptive,
     damping)`` with ``damping = (floor, unit, increase, decay, reject_ratio,
     scale)``. With the adaptive damping the last step (previous → θ) is
@@ -482,7 +483,8 @@ def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
     allocated once per epoch: a fresh allocation of that size is a fresh
     mapping whose pages fault on first touch.
     """
-    structure, net, loss, reduced, reg_code, mu, tau, M_g = model
+    literally(structure)  # compiled per structure: only its direction
+    net, loss, reduced, reg_code, mu, tau, M_g = model
     step_size, line_search, armijo, adaptive, damping = rules
     floor, unit, increase, decay, reject_ratio, scale = damping
     c_armijo, shrink, max_trials = armijo
@@ -533,8 +535,9 @@ def step(theta, reg, previous, reg_previous, has_previous, Xb, Yb, s, model,
 
 
 @njit(**NUMBA_OPTIONS)
-def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
-                    model, rules, lam, n_rejected, initial_objective):
+def minibatch_epoch(structure, carry, Xa, Y, sample_weight, order, bounds,
+                    j_start, j_end, model, rules, lam, n_rejected,
+                    initial_objective):
     """:func:`step` over batches ``j_start ≤ j < j_end`` of an epoch (a
     segment; the Python driver calls it segment by segment, so that an
     interrupt is seen between them). ``carry = (θ, previous θ, has_previous,
@@ -546,8 +549,9 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
     (last_start, last_end))`` where the last pair bounds the last batch
     stepped on.
     """
+    literally(structure)
     theta, previous, has_previous, reg, reg_previous = carry
-    _, _, loss, _, reg_code, mu, tau, _ = model
+    _, loss, _, reg_code, mu, tau, _ = model
     # g(θ) of the current and the previous θ, each computed once (a pass
     # over all p parameters): the accepted trial's value is the next θ's
     if np.isnan(reg):
@@ -569,7 +573,7 @@ def minibatch_epoch(carry, Xa, Y, sample_weight, order, bounds, j_start, j_end,
         s = wb / wb.dtype.type(w_sum)
         (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
          n_rejected, initial_objective, value) = step(
-            theta, reg, previous, reg_previous, has_previous, Xa[idx], Y[idx], s,
+            structure, theta, reg, previous, reg_previous, has_previous, Xa[idx], Y[idx], s,
             model, rules, lam, n_rejected, initial_objective, ws)
         if status != OK:
             break
@@ -674,8 +678,8 @@ def compiled_epoch_arguments(solver, problem):
         data=(writable(problem.Xa), writable(problem.Y),
               writable(problem.sample_weight)),
         n_params=int(net.n_params),
-        model=(structure,
-               (int(net.n_hidden), int(net.n_outputs), float(net.kappa),
+        structure=structure,
+        model=((int(net.n_hidden), int(net.n_outputs), float(net.kappa),
                 int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
                int(problem.loss.code),
                bool(problem.loss.reduces(curvature, net.n_outputs)),
@@ -699,7 +703,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     route does."""
     Xa, Y, sample_weight = arguments["data"]
     model = arguments["model"]
-    K, p = model[1][1], arguments["n_params"]
+    K, p = model[0][1], arguments["n_params"]
     # numba checks no bounds: shapes are checked here
     if np.shape(theta) != (p,):
         raise ValueError(f"theta has shape {np.shape(theta)}; the network has "
@@ -733,8 +737,8 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
         j_end = min(len(batches), j_start + SEGMENT_BATCHES)
         (status, carry, part, part_weight, n_steps, lam, n_rejected, initial,
          value, segment_last) = minibatch_epoch(
-            carry, Xa, Y, sample_weight, order, bounds, j_start, j_end, model,
-            rules, lam, n_rejected, initial)
+            arguments["structure"], carry, Xa, Y, sample_weight, order, bounds,
+            j_start, j_end, model, rules, lam, n_rejected, initial)
         sums += part
         weight_total += part_weight
         state.n_steps += int(n_steps)
@@ -749,8 +753,8 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     theta, reg = carry[0], carry[3]
     if status == OK and last[0] >= 0:
         status, value = check_last_batch(theta, reg, Xa, Y, sample_weight,
-                                         order[last[0]:last[1]], model[1],
-                                         model[2], initial)
+                                         order[last[0]:last[1]], model[0],
+                                         model[1], initial)
     message = (f"objective grew to {value:.3g}" if status == GREW
                else MESSAGES.get(status))
     return status, message, theta, sums, weight_total
