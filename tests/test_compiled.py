@@ -511,7 +511,7 @@ def test_structured_float32_direction_falls_back_to_float64():
     problem, theta0 = _problem("squared_error", 1, tau=1e-6)
     solver = _solver(True, damping=1e-6, step="structured")
     solver.prepare(problem, SolverState())
-    structure = solver._compiled["structure"]
+    assert solver._compiled["structure"] == _compiled.UNIT
     net, loss, reduced, reg_code, mu, tau, _ = solver._compiled["model"]
     Xa, Y, w = solver._compiled["data"]
     s = w[:12] / w[:12].sum()
@@ -526,7 +526,7 @@ def test_structured_float32_direction_falls_back_to_float64():
         if dtype == np.float32:
             assert status == _compiled.FLOAT64
         ws = np.empty((9, theta0.size), dtype=dtype)
-        status, d, _, _ = _compiled._direction(structure, *args, rho, rho_d, F,
+        status, d, _, _ = _compiled._direction(None, *args, rho, rho_d, F,
                                                net, loss, reduced, reg_code, mu,
                                                tau, 1e-6, ws)
         assert status == _compiled.OK

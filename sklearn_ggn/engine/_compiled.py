@@ -24,7 +24,7 @@ the tests hold this module to.
 import math
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from .._activations import ACTIVATIONS
 from .._config import NUMBA_OPTIONS
@@ -438,12 +438,12 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
 
 
 @njit(**NUMBA_OPTIONS)
-def _direction(structure, theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
+def _direction(exact, theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
                reg_code, mu, tau, scale, ws):
     """``(status, d, η, rᵀd)`` of the step's structure. A float32 structured
     direction whose error estimate is too large is computed again in float64
     (then rounded to float32)."""
-    if structure == EXACT:
+    if exact is not None:
         return _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss,
                                 reg_code, mu, tau, scale, ws)
     status, d, eta, slope = _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net,
@@ -463,12 +463,14 @@ def _direction(structure, theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
 
 # ------------------------------------------------------------ the step
 @njit(**NUMBA_OPTIONS)
-def step(structure, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
+def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
          model, rules, lam, n_rejected, initial_objective, ws):
     """One GGN-SCORE step on one batch.
 
-    ``structure`` is :data:`EXACT` or :data:`UNIT` (each compiles a step
-    of its own), ``model = (net, loss, reduced, reg_code, μ, τ, M_g)``,
+    ``exact`` is None for the structured step and :data:`EXACT` for the
+    exact one: its type selects the direction when numba compiles (the
+    other branch is pruned), so each structure compiles only its own.
+    ``model = (net, loss, reduced, reg_code, μ, τ, M_g)``,
     ``rules = (step_size, line_search, (c, shrink, max_trials), adaptive,
     damping)`` with ``damping = (floor, unit, increase, decay, reject_ratio,
     scale)``. With the adaptive damping the last step (previous → θ) is
@@ -483,7 +485,6 @@ def step(structure, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
     allocated once per epoch: a fresh allocation of that size is a fresh
     mapping whose pages fault on first touch.
     """
-    literally(structure)  # compiled per structure: only its direction
     net, loss, reduced, reg_code, mu, tau, M_g = model
     step_size, line_search, armijo, adaptive, damping = rules
     floor, unit, increase, decay, reject_ratio, scale = damping
@@ -508,7 +509,7 @@ def step(structure, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
     elif grew(obj, initial_objective):
         status, value = GREW, obj
     if status == OK:
-        status, d, eta, slope = _direction(structure, theta, Xb, Yb, s, rho, rho_d,
+        status, d, eta, slope = _direction(exact, theta, Xb, Yb, s, rho, rho_d,
                                            F, net, loss, reduced, reg_code, mu,
                                            tau, curvature, ws)
     if status == OK:
@@ -535,7 +536,7 @@ def step(structure, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
 
 
 @njit(**NUMBA_OPTIONS)
-def minibatch_epoch(structure, carry, Xa, Y, sample_weight, order, bounds,
+def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
                     j_start, j_end, model, rules, lam, n_rejected,
                     initial_objective):
     """:func:`step` over batches ``j_start ≤ j < j_end`` of an epoch (a
@@ -549,7 +550,6 @@ def minibatch_epoch(structure, carry, Xa, Y, sample_weight, order, bounds,
     (last_start, last_end))`` where the last pair bounds the last batch
     stepped on.
     """
-    literally(structure)
     theta, previous, has_previous, reg, reg_previous = carry
     _, loss, _, reg_code, mu, tau, _ = model
     # g(θ) of the current and the previous θ, each computed once (a pass
@@ -573,8 +573,8 @@ def minibatch_epoch(structure, carry, Xa, Y, sample_weight, order, bounds,
         s = wb / wb.dtype.type(w_sum)
         (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
          n_rejected, initial_objective, value) = step(
-            structure, theta, reg, previous, reg_previous, has_previous, Xa[idx], Y[idx], s,
-            model, rules, lam, n_rejected, initial_objective, ws)
+            exact, theta, reg, previous, reg_previous, has_previous, Xa[idx],
+            Y[idx], s, model, rules, lam, n_rejected, initial_objective, ws)
         if status != OK:
             break
         previous, reg_previous, has_previous = theta, reg, True
@@ -737,7 +737,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
         j_end = min(len(batches), j_start + SEGMENT_BATCHES)
         (status, carry, part, part_weight, n_steps, lam, n_rejected, initial,
          value, segment_last) = minibatch_epoch(
-            arguments["structure"], carry, Xa, Y, sample_weight, order, bounds,
+            None if arguments["structure"] == UNIT else EXACT, carry, Xa, Y, sample_weight, order, bounds,
             j_start, j_end, model, rules, lam, n_rejected, initial)
         sums += part
         weight_total += part_weight
