@@ -482,6 +482,19 @@ def apply_parts_kernel(a, u, w, z, transpose):
 
 
 @njit(**NUMBA_OPTIONS)
+def dense_factor_kernel(a, u, w):
+    """The dense ``A`` (b × K × K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
+    b, K = a.shape
+    A = np.empty((b, K, K), dtype=a.dtype)
+    for k in range(b):
+        for e in range(K):
+            for c in range(K):
+                A[k, e, c] = -u[k, e] * w[k, c]
+            A[k, e, e] += a[k, e]
+    return A
+
+
+@njit(**NUMBA_OPTIONS)
 def hidden_error_kernel(e, V, rho_d, kappa):
     """The hidden layer's error of the gradient ``Jᵀ e``:
     ``κ ρ' ∘ (e Vᵀ)`` (b × n), one GEMM."""

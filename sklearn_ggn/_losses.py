@@ -26,6 +26,7 @@ from numba import njit
 from scipy.special import expit, xlogy
 
 from ._config import NUMBA_OPTIONS
+from ._kernels import dense_factor_kernel
 
 # ----------------------------------------------------------------- kernels
 # Every formula of every loss is written once, here, per row of a batch: the
@@ -204,10 +205,9 @@ class FactorParts:
 
     def dense(self):
         """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
-        factor = -self.u[:, :, None] * self.w[:, None, :]
-        idx = np.arange(self.a.shape[1])
-        factor[:, idx, idx] += self.a
-        return factor
+        dtype = np.result_type(self.a, self.u, self.w)
+        return dense_factor_kernel(*(np.ascontiguousarray(x, dtype=dtype)
+                                     for x in (self.a, self.u, self.w)))
 
     def astype(self, dtype):
         """The parts in ``dtype``."""

@@ -29,11 +29,11 @@ from numba import njit
 from .._activations import ACTIVATIONS
 from .._config import NUMBA_OPTIONS
 from .._kernels import (
-    apply_parts_kernel,
     backpropagate_kernel,
     cholesky_solve_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
+    dense_factor_kernel,
     hidden_error_kernel,
     outer_products_kernel,
     output_part_kernel,
@@ -195,44 +195,75 @@ def _factorize(gram):
 _REG_GRAD, _D, _R, _DV, _BACK, _DIR, _RES, _DV2, _CORR = range(9)
 
 
-# ------------------------------------------------------------ exact step
+# ------------------------------------------------------------ J̃ products
+# J̃ = Fᵀ J with a factor F_k of R columns per row (Q_k = F_k F_kᵀ): the exact
+# step's A_k (R = K, made dense from its parts) or the structured step's
+# one column f_k (R = 1); W[k, r, i] = ρ'_ki (V F_k)[i, r] (b × R × n).
 @njit(**NUMBA_OPTIONS)
-def _jvp(v, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept):
-    """``J̃ v`` (b × K)."""
+def _jvp(v, Xb, rho, W, F, net):
+    """``J̃ v`` (flat, b·R)."""
+    n, K, kappa, _, fit_intercept = net
     b, d_aug = Xb.shape
+    R = W.shape[1]
     dpre = Xb @ v[:n * d_aug].reshape((n, d_aug)).T
-    out = np.empty((b, K), dtype=v.dtype)
+    raw = _output_part(v, rho, n, d_aug, K, kappa, fit_intercept)
+    out = np.empty((b, R), dtype=v.dtype)
     contract_hidden_kernel(W, dpre, kappa, out)
-    out += apply_parts_kernel(a, u, w, _output_part(v, rho, n, d_aug, K, kappa,
-                                              fit_intercept), True)
-    return out
+    for k in range(b):
+        for r in range(R):
+            acc = 0.0
+            for c in range(K):
+                acc += F[k, c, r] * raw[k, c]
+            out[k, r] += acc
+    return out.reshape(b * R)
 
 
 @njit(**NUMBA_OPTIONS)
-def _vjp(y, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, out):
-    """``out = J̃ᵀ y`` (flat) for y of shape (b, K)."""
-    hidden = np.empty((W.shape[0], W.shape[2]), dtype=y.dtype)
-    contract_outputs_kernel(W, y, kappa, hidden)
-    z = apply_parts_kernel(a, u, w, y, False)
+def _vjp(y, Xb, rho, W, F, net, out):
+    """``out = J̃ᵀ y`` (flat) for a flat y of b·R values."""
+    n, K, kappa, _, fit_intercept = net
+    b, R, _ = W.shape
+    y2 = y.reshape((b, R))
+    hidden = np.empty((b, n), dtype=y.dtype)
+    contract_outputs_kernel(W, y2, kappa, hidden)
+    z = np.empty((b, K), dtype=y.dtype)
+    for k in range(b):
+        for c in range(K):
+            acc = 0.0
+            for r in range(R):
+                acc += F[k, c, r] * y2[k, r]
+            z[k, c] = acc
     _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
 
 
 @njit(**NUMBA_OPTIONS)
-def _dual_solve(L, vec, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
-                Dv, back, out):
+def _dual_solve(L, vec, D, Xb, rho, W, F, net, Dv, back, out):
     """``out = (J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity, with ``Dv = D vec``
     and ``back`` as workspace (Dv keeps ``D vec``)."""
-    b = Xb.shape[0]
     for m in range(vec.size):
         Dv[m] = D[m] * vec[m]
-    rhs = _jvp(Dv, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
-    y = cholesky_solve_kernel(L, rhs.reshape(b * K))
-    _vjp(y.reshape((b, K)), Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
-         back)
+    rhs = _jvp(Dv, Xb, rho, W, F, net)
+    y = cholesky_solve_kernel(L, rhs.astype(L.dtype))
+    _vjp(y.astype(vec.dtype), Xb, rho, W, F, net, back)
     for m in range(vec.size):
         out[m] = Dv[m] - D[m] * back[m]
 
 
+@njit(**NUMBA_OPTIONS)
+def _refine(L, r, d, D, Xb, rho, W, F, net, ws):
+    """One step of iterative refinement of d on the primal equation
+    ``(J̃ᵀJ̃ + H) d = r``: the dual formula subtracts two nearly equal vectors
+    when D is large, and this restores the digits it lost."""
+    res, back, corr = ws[_RES], ws[_BACK], ws[_CORR]
+    _vjp(_jvp(d, Xb, rho, W, F, net), Xb, rho, W, F, net, back)
+    for m in range(d.size):
+        res[m] = r[m] - back[m] - d[m] / D[m]
+    _dual_solve(L, res, D, Xb, rho, W, F, net, ws[_DV2], back, corr)
+    for m in range(d.size):
+        d[m] += corr[m]
+
+
+# ------------------------------------------------------------ exact step
 @njit(**NUMBA_OPTIONS)
 def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
     """``J̃ D J̃ᵀ`` (bK × bK): the structured Gram of the NumPy route
@@ -272,21 +303,10 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu,
         return status, d, eta, 0.0
     W = np.empty((Xb.shape[0], K, n), dtype=theta.dtype)
     structured_sensitivities_kernel(np.ascontiguousarray(V.T), a, u, w, rho_d, W)
-    Dr, back = ws[_DV], ws[_BACK]
-    _dual_solve(L, r, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, Dr,
-                back, d)
+    Dr, A = ws[_DV], dense_factor_kernel(a, u, w)
+    _dual_solve(L, r, D, Xb, rho, W, A, net, Dr, ws[_BACK], d)
     if _norm(Dr) / max(_norm(d), 2.2250738585072014e-308) > REFINE_CANCELLATION:
-        # one step of iterative refinement on the primal equation (the dual
-        # formula subtracts two nearly equal vectors when D is large)
-        res, corr = ws[_RES], ws[_CORR]
-        Jd = _jvp(d, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept)
-        _vjp(Jd, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept, back)
-        for m in range(p):
-            res[m] = r[m] - back[m] - d[m] / D[m]
-        _dual_solve(L, res, D, Xb, rho, W, a, u, w, n, K, kappa, fit_intercept,
-                    ws[_DV2], back, corr)
-        for m in range(p):
-            d[m] += corr[m]
+        _refine(L, r, d, D, Xb, rho, W, A, net, ws)
     if not _all_finite(d):
         return DIRECTION, d, eta, 0.0
     return OK, d, eta, _dot(r, d)
@@ -296,53 +316,6 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu,
 # Per-unit H (D = unit_D[i] on hidden unit i's parameters) and a factor of
 # one column f_k per row: the true-vs-rest column of the softmax, or the
 # exact factor of a one-output loss. J̃ has b rows, the Gram is b × b.
-@njit(**NUMBA_OPTIONS)
-def _unit_jvp(v, Xb, rho, W, f, n, K, kappa, fit_intercept):
-    """``J̃ v`` (b): ``κ Σ_i W_ki (X̂ δUᵀ)_ki + f_k·(κ ρ_k δV + δb_o)``."""
-    b, d_aug = Xb.shape
-    dpre = Xb @ v[:n * d_aug].reshape((n, d_aug)).T
-    raw = _output_part(v, rho, n, d_aug, K, kappa, fit_intercept)
-    out = np.empty(b, dtype=v.dtype)
-    for k in range(b):
-        acc = 0.0
-        for i in range(n):
-            acc += W[k, i] * dpre[k, i]
-        acc *= kappa
-        for c in range(K):
-            acc += f[k, c] * raw[k, c]
-        out[k] = acc
-    return out
-
-
-@njit(**NUMBA_OPTIONS)
-def _unit_vjp(y, Xb, rho, W, f, n, K, kappa, fit_intercept, out):
-    """``out = J̃ᵀ y = Jᵀ (f_k y_k)`` (flat) for y of shape (b,)."""
-    b = y.shape[0]
-    hidden = np.empty((b, n), dtype=y.dtype)
-    z = np.empty((b, K), dtype=y.dtype)
-    for k in range(b):
-        for i in range(n):
-            hidden[k, i] = kappa * y[k] * W[k, i]
-        for c in range(K):
-            z[k, c] = f[k, c] * y[k]
-    _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
-
-
-@njit(**NUMBA_OPTIONS)
-def _unit_dual_solve(L, vec, D, Xb, rho, W, f, n, K, kappa, fit_intercept, Dv,
-                     back, out):
-    """``out = (J̃ᵀJ̃ + H)⁻¹ vec`` by the Woodbury identity (Dv keeps
-    ``D vec``)."""
-    for m in range(vec.size):
-        Dv[m] = D[m] * vec[m]
-    rhs = _unit_jvp(Dv, Xb, rho, W, f, n, K, kappa, fit_intercept)
-    y = cholesky_solve_kernel(L, rhs.astype(L.dtype))
-    _unit_vjp(y.astype(vec.dtype), Xb, rho, W, f, n, K, kappa, fit_intercept,
-              back)
-    for m in range(vec.size):
-        out[m] = Dv[m] - D[m] * back[m]
-
-
 @njit(**NUMBA_OPTIONS)
 def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
                     reg_code, mu, tau, scale, ws):
@@ -397,14 +370,15 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
     if status != OK:  # float32 overflow or loss of definiteness: try float64
         return FLOAT64 if single else status, d, eta, 0.0
     back = ws[_BACK]
+    W3, F3 = W.reshape((b, 1, n)), f.reshape((b, K, 1))
     if coefficients:
         Dg = ws[_DV]
         for m in range(p):
             Dg[m] = D[m] * reg_grad[m]
-        jdg = _unit_jvp(Dg, Xb, rho, W, f, n, K, kappa, fit_intercept)
+        jdg = _jvp(Dg, Xb, rho, W3, F3, net)
         rhs = jdg + gram @ c  # (I + G) c − c
         y = c - cholesky_solve_kernel(L, rhs)
-        _unit_vjp(y, Xb, rho, W, f, n, K, kappa, fit_intercept, back)
+        _vjp(y, Xb, rho, W3, F3, net, back)
         for m in range(p):
             d[m] = D[m] * back[m] + Dg[m]
         Jd = jdg + gram @ y
@@ -416,22 +390,13 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
     _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, r)
     for m in range(p):
         r[m] += reg_grad[m]
-    _unit_dual_solve(L, r, D, Xb, rho, W, f, n, K, kappa, fit_intercept, Dr,
-                     back, d)
+    _dual_solve(L, r, D, Xb, rho, W3, F3, net, Dr, back, d)
     ratio = _norm(Dr) / max(_norm(d), 2.2250738585072014e-308)
     if single:
         if max(contraction, np.finfo(np.float32).eps * ratio) > MIXED_TOLERANCE:
             return FLOAT64, d, eta, 0.0
     elif ratio > REFINE_CANCELLATION:
-        res, corr = ws[_RES], ws[_CORR]
-        Jd = _unit_jvp(d, Xb, rho, W, f, n, K, kappa, fit_intercept)
-        _unit_vjp(Jd, Xb, rho, W, f, n, K, kappa, fit_intercept, back)
-        for m in range(p):
-            res[m] = r[m] - back[m] - d[m] / D[m]
-        _unit_dual_solve(L, res, D, Xb, rho, W, f, n, K, kappa, fit_intercept,
-                         ws[_DV2], back, corr)
-        for m in range(p):
-            d[m] += corr[m]
+        _refine(L, r, d, D, Xb, rho, W3, F3, net, ws)
     if not _all_finite(d):
         return DIRECTION, d, eta, 0.0
     return OK, d, eta, _dot(r, d)
