@@ -231,9 +231,13 @@ def _origin():
     """Where ``sklearn_ggn`` was imported from: the source tree or an install."""
     folder = Path(sklearn_ggn.__file__).resolve().parent
     try:
-        return f"./{folder.relative_to(Path.cwd().resolve())}, the source tree here"
+        relative = folder.relative_to(Path.cwd().resolve())
     except ValueError:
         return str(folder)
+    # (an environment inside this folder is an install, not the source tree)
+    installed = any(part in ("site-packages", "dist-packages")
+                    for part in relative.parts)
+    return f"./{relative}" + ("" if installed else ", the source tree here")
 
 
 def main(argv=None):
