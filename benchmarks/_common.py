@@ -275,6 +275,12 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
+def geometric_mean(values):
+    """The geometric mean of positive ratios (NaN for none)."""
+    values = [v for v in values if v is not None and np.isfinite(v) and v > 0]
+    return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
 def spread(values):
     """``min-max`` of a list of seconds as text."""
     return f"{min(values):.4g}-{max(values):.4g}"

@@ -23,7 +23,14 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ._common import LoadMonitor, md_table, median, time_interleaved, write_result
+from ._common import (
+    LoadMonitor,
+    geometric_mean,
+    md_table,
+    median,
+    time_interleaved,
+    write_result,
+)
 
 NAME = "float32"
 TITLE = "float32 against float64: default epochs and fits"
@@ -110,11 +117,8 @@ def run(mode, stamp):
              p["fit"]["float32"]["epochs"], p["fit"]["float64"]["accuracy"],
              p["fit"]["float32"]["accuracy"]) for p in points]
 
-    def gmean(values):
-        return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
-
-    epoch_mean = gmean([p["epoch_ratio"] for p in points])
-    fit_mean = gmean([p["fit_ratio"] for p in points])
+    epoch_mean = geometric_mean([p["epoch_ratio"] for p in points])
+    fit_mean = geometric_mean([p["fit_ratio"] for p in points])
     body = "\n".join([
         "Default GGNScoreClassifier, standardized inputs, one BLAS thread; "
         f"epochs timed round-robin, medians of {cfg['repeats']}; whole fits "

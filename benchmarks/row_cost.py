@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from ._common import (
     LoadMonitor,
+    geometric_mean,
     md_table,
     median,
     new_figure,
@@ -119,7 +120,7 @@ def run(mode, stamp):
                   "GGN / MLP", "exact GGN µs/row", "exact / MLP"], rows),
         "",
         f"Geometric mean of GGN / MLP per epoch: "
-        f"{float(np.exp(np.mean(np.log(ratios)))):.2f} "
+        f"{geometric_mean(ratios):.2f} "
         f"(range {min(ratios):.2f}-{max(ratios):.2f}).",
     ])
     figures = []
@@ -141,5 +142,5 @@ def run(mode, stamp):
         pass
     write_result(NAME, mode, TITLE, stamp, monitor, body, raw, figures)
     raw["summary"] = (f"GGN / MLP epoch cost per row: geometric mean "
-                      f"{float(np.exp(np.mean(np.log(ratios)))):.2f}")
+                      f"{geometric_mean(ratios):.2f}")
     return raw

@@ -408,6 +408,29 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
 
 
 @njit(**NUMBA_OPTIONS)
+def dual_norm_kernel(g, D):
+    """``sqrt(gᵀ D g)`` summed in float64: the step size's η = ‖∇g‖*_θ under
+    a D other than the regularizer pass's own (the per-unit H)."""
+    acc = 0.0
+    for m in range(g.size):
+        acc += np.float64(g[m]) * g[m] * D[m]
+    return np.sqrt(acc)
+
+
+@njit(**NUMBA_OPTIONS)
+def rank_sensitivities_kernel(F, V, rho_d):
+    """``W[k, r, i] = ρ'_ki (V F_k)[i, r]`` (b × R × n) for a factor F of
+    shape (b, K, R): one GEMM."""
+    b, K, R = F.shape
+    Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape((b * R, K))
+    W = (Ft @ V.T).reshape((b, R, V.shape[0]))
+    for k in range(b):
+        for r in range(R):
+            W[k, r] *= rho_d[k]
+    return W
+
+
+@njit(**NUMBA_OPTIONS)
 def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
     """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) under a per-unit H:
 

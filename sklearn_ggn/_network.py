@@ -36,6 +36,7 @@ from ._kernels import (
     outer_products_kernel,
     output_gram_kernel,
     per_unit_kernel,
+    rank_sensitivities_kernel,
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
     sparse_pair_products_kernel,
@@ -305,11 +306,9 @@ class TwoLayerNetwork:
     def rank_sensitivities(self, theta, cache, F):
         """``W[k, r, i] = ρ'(a_ki) (V F_k)[i, r]`` of shape (b, R, n)."""
         _, V, _ = self.unpack(theta)
-        b, K, R = F.shape
-        Ft = F.reshape(b, K) if R == 1 else F.transpose(0, 2, 1).reshape(b * R, K)
-        W = (Ft @ V.T).reshape(b, R, -1)  # one GEMM
-        W *= cache.rho_deriv[:, None, :]
-        return W
+        dtype = cache.rho_deriv.dtype
+        return rank_sensitivities_kernel(_as(F, dtype), _as(V, dtype),
+                                         cache.rho_deriv)
 
     def output_jvp(self, theta, cache, direction):
         """The plain ``J v`` of shape (b, K): the outputs' first-order change."""

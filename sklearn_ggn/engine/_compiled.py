@@ -34,12 +34,14 @@ from .._kernels import (
     contract_hidden_kernel,
     contract_outputs_kernel,
     dense_factor_kernel,
+    dual_norm_kernel,
     hidden_error_kernel,
     outer_products_kernel,
     output_part_kernel,
     outputs_kernel,
     pair_products_kernel,
     per_unit_kernel,
+    rank_sensitivities_kernel,
     structured_gram_block_kernel,
     structured_sensitivities_kernel,
     unit_gram_kernel,
@@ -110,7 +112,7 @@ def _objective(theta, reg, Xb, Yb, s, net, loss, with_deriv):
 
 
 @njit(**NUMBA_OPTIONS)
-def _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out):
+def _backpropagate(hidden, z, Xb, rho, kappa, fit_intercept, out):
     """``out = [hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat, written in place: a row
     of the step's workspace)."""
     backpropagate_kernel(hidden, z, Xb, rho, Xb.shape[1], kappa, fit_intercept,
@@ -118,10 +120,10 @@ def _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out):
 
 
 @njit(**NUMBA_OPTIONS)
-def _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, out):
+def _gradient(e, V, Xb, rho, rho_d, kappa, fit_intercept, out):
     """``out = Jᵀ e``."""
-    _backpropagate(hidden_error_kernel(e, V, rho_d, kappa), e, Xb, rho, n, K,
-                   kappa, fit_intercept, out)
+    _backpropagate(hidden_error_kernel(e, V, rho_d, kappa), e, Xb, rho, kappa,
+                   fit_intercept, out)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -233,7 +235,7 @@ def _vjp(y, Xb, rho, W, F, net, out):
             for r in range(R):
                 acc += F[k, c, r] * y2[k, r]
             z[k, c] = acc
-    _backpropagate(hidden, z, Xb, rho, n, K, kappa, fit_intercept, out)
+    _backpropagate(hidden, z, Xb, rho, kappa, fit_intercept, out)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -294,7 +296,7 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reg_code, mu,
     reg_grad, D, r, d = ws[_REG_GRAD], ws[_D], ws[_R], ws[_DIR]
     eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
                                             reg_grad, D))
-    _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, r)
+    _gradient(e, V, Xb, rho, rho_d, kappa, fit_intercept, r)
     for m in range(p):
         r[m] += reg_grad[m]
     status, L = _factorize(_gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa,
@@ -345,14 +347,12 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
     _step_quantities_kernel(theta, reg_code, mu, tau, scale, reg_grad, D)
     unit_D = np.empty(n, dtype=theta.dtype)
     per_unit_kernel(D, n, d_aug, K, unit_D)
-    eta_sq = 0.0
-    for m in range(p):
-        eta_sq += np.float64(reg_grad[m]) * reg_grad[m] * D[m]
-    eta = math.sqrt(eta_sq)
-    W = f @ V.T
-    W *= rho_d
+    eta = dual_norm_kernel(reg_grad, D)
+    F3 = f.reshape((b, K, 1))
+    W3 = rank_sensitivities_kernel(F3, V, rho_d)
     D_bo = D[p_u + n * K:] if fit_intercept else D[:0]
-    gram = unit_gram_kernel(W, unit_D, Xb @ Xb.T, rho, f, D_bo, kappa * kappa, 1)
+    gram = unit_gram_kernel(W3.reshape((b, n)), unit_D, Xb @ Xb.T, rho, f, D_bo,
+                            kappa * kappa, 1)
     gershgorin = _gershgorin(gram)
     c = np.empty(b, dtype=theta.dtype)
     coefficients = False
@@ -370,7 +370,6 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
     if status != OK:  # float32 overflow or loss of definiteness: try float64
         return FLOAT64 if single else status, d, eta, 0.0
     back = ws[_BACK]
-    W3, F3 = W.reshape((b, 1, n)), f.reshape((b, K, 1))
     if coefficients:
         Dg = ws[_DV]
         for m in range(p):
@@ -387,7 +386,7 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, loss, reduced,
             return DIRECTION, d, eta, 0.0
         return OK, d, eta, slope
     r, Dr = ws[_R], ws[_DV]
-    _gradient(e, V, Xb, rho, rho_d, n, K, kappa, fit_intercept, r)
+    _gradient(e, V, Xb, rho, rho_d, kappa, fit_intercept, r)
     for m in range(p):
         r[m] += reg_grad[m]
     _dual_solve(L, r, D, Xb, rho, W3, F3, net, Dr, back, d)

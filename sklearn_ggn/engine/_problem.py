@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._kernels import dual_norm_kernel
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
@@ -193,8 +194,7 @@ class Problem:
         unit_D = None
         if hessian == "per_unit":
             D, unit_D = self.network.per_unit(D)
-            g64 = reg_grad.astype(np.float64)
-            eta = float(np.sqrt(np.dot(g64 * D, g64)))
+            eta = float(dual_norm_kernel(reg_grad, D))
         if unit_D is not None and not isinstance(factor, RankFactor):
             factor = RankFactor.from_parts(factor) if isinstance(
                 factor, FactorParts) else RankFactor(np.ascontiguousarray(factor))
