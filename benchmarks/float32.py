@@ -18,7 +18,6 @@ float64 / float32. Run: ``python -m benchmarks --quick --only float32``.
 
 import os
 import time
-import warnings
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -28,6 +27,7 @@ from ._common import (
     geometric_mean,
     md_table,
     median,
+    quiet_warnings,
     time_interleaved,
     write_result,
 )
@@ -78,9 +78,7 @@ def run(mode, stamp):
 
     cfg = CONFIG[mode]
     points = []
-    with LoadMonitor() as monitor, threadpool_limits(limits=1), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with LoadMonitor() as monitor, threadpool_limits(limits=1), quiet_warnings():
         for task in cfg["tasks"]:
             data = _load(task, cfg["rows"])
             if data is None:
