@@ -28,6 +28,7 @@ from .engine import (
     GradientDescentSolver,
     NoImprovement,
     Problem,
+    compiled_structure,
     resolve_damping,
     step_structure,
 )
@@ -55,6 +56,13 @@ _AUTO_STRUCTURED_ROWS = 128
 # full-batch iterations in 2.8x the MLP's time, and 0.65x as mini-batches
 # at a better accuracy; docs/defaults.rst)
 _AUTO_STRUCTURED_FULL_BATCH_ROWS = 512
+
+
+def _rule_tau(sample_weight):
+    """τ of ``tau="auto"``'s full-batch rule: ``min(0.01, 10/n)``, samples
+    counted as frequency weights (a row of weight 2 counts as the same row
+    twice). It is also the full-batch damping's floor."""
+    return min(_AUTO_TAU_MAX, _AUTO_TAU_SAMPLES / float(np.sum(sample_weight)))
 
 
 def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
@@ -332,9 +340,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         V = rng.standard_normal((n, K))
         return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
 
-    def _weights(self, network, theta):
-        """The public weight attributes (names without the trailing ``_``)."""
-        U, b_h, V, b_o = network.public_weights(theta)
+    def _weights(self, network, theta, dtype):
+        """The public weight attributes (names without the trailing ``_``), in
+        ``dtype`` (X's)."""
+        U, b_h, V, b_o = (w if w is None else w.astype(dtype, copy=False)
+                          for w in network.public_weights(theta))
         weights = {"hidden_weights": U, "output_weights": V}
         if self.fit_intercept:
             weights["hidden_intercept"] = b_h
@@ -371,11 +381,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
-            if n_outputs == 1 or not compiled or self._step_structure(n_outputs):
-                # one output, or a multi-output fit on the Python loop
-                # (float32, sparse X, a step other than the exact one whose
-                # epoch is compiled), whose steps pay ~0.7 ms of interpreter
-                # each: the batches of 256 rows (all outputs together)
+            if n_outputs == 1 or not compiled:
+                # one output, or a multi-output fit on the NumPy route (whose
+                # steps pay ~0.7 ms of interpreter each): the batches of 256
+                # rows (all outputs together)
                 return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
             return min(n_samples, _auto_batch_rows(n_features, self.n_hidden,
                                                    n_outputs, self.fit_intercept))
@@ -433,7 +442,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver = GGNScoreSolver(
             resolve_damping(self.damping, problem.tau, full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0],
-                            structured=self._structured_step(K)),
+                            structured=self._structured_step(K),
+                            floor=_rule_tau(problem.sample_weight)),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self._uses_line_search(full_batch, K) else None,
             self.linear_solver, batching, max_iter, stopping,
@@ -473,7 +483,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         first_call = not (incremental and hasattr(self, "n_iter_"))
         X, Y = self._validate_input(X, y, reset=first_call, classes=classes)
         dtype = X.dtype
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=dtype,
+        # targets and weights in float64 until the dtype the fit computes in
+        # is known (below); X stays in its dtype
+        Y = Y.astype(np.float64, copy=False)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                              ensure_non_negative=True)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
@@ -487,7 +500,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         network = self._network(X.shape[1], Y.shape[1])
         reuse = self.warm_start or (incremental and not first_call)
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
-        theta0 = self._initial_theta(network, dtype, rng, reuse)
+        # drawn in float64 and cast to the dtype the fit computes in (below)
+        theta0 = self._initial_theta(network, np.float64, rng, reuse)
         fitted = {}  # attributes assigned when the fit succeeds
         # Targets in the units the network is trained in (the regressor's
         # standardize_target); their statistics are kept while weights are
@@ -497,7 +511,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted.update(target_attributes)
         if self.store_initial_weights and (fresh_start
                                            or not hasattr(self, "initial_weights_")):
-            fitted["initial_weights_"] = self._weights(network, theta0)
+            fitted["initial_weights_"] = self._weights(network, theta0, dtype)
 
         # Validation data: given (as in HistGradientBoosting), or with early
         # stopping a held-out split (stratified for classifiers).
@@ -508,8 +522,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             Y_val = self._encode_targets(Y_val, None, keep=True,
                                          attributes=target_attributes)[0]
             X_val = X_val.astype(dtype, copy=False)
-            Y_val = Y_val.astype(dtype, copy=False)
-            sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
+            sw_val = _check_sample_weight(sample_weight_val, X_val,
+                                          dtype=np.float64,
                                           ensure_non_negative=True)
             validation = (X_val, Y_val, sw_val)
         elif early_stopping:
@@ -553,20 +567,30 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "initial weights and the curvature of the steps assume inputs "
                 "of unit scale: standardize them, e.g. with StandardScaler in "
                 "a Pipeline.", UserWarning)
-        # the cost rule of batch_size="auto" models the compiled epoch
-        # (float64, dense X; see engine/_compiled.py)
-        compiled = X.dtype == np.float64 and not sp.issparse(X)
+        # the cost rule of batch_size="auto" models the compiled step
+        compiled = not sp.issparse(X) and compiled_structure(
+            self._step_structure(Y.shape[1]), Y.shape[1], X.dtype) is not None
         batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
                                               incremental, compiled)
+        # A full-batch fit (small data: the batch rule keeps full batches for
+        # small problems only) computes in float64: its steps solve the kernel
+        # system to convergence, where float32 rounding, amplified by the
+        # system's condition number and by the line search's decisions, would
+        # move the fit away from the float64 one (1-2 % after a dozen steps on
+        # digits). The weights are returned in X's dtype. Mini-batch fits
+        # compute in X's dtype.
+        work = np.float64 if batch_size >= X.shape[0] else dtype
+        X, Y, sample_weight, theta0 = (a.astype(work, copy=False) for a in
+                                       (X, Y, sample_weight, theta0))
+        if validation is not None:
+            validation = tuple(a.astype(work, copy=False) for a in validation)
         tau_path = None
         if self.tau != "auto":
             tau = float(self.tau)
         elif incremental or batch_size < X.shape[0]:
             tau = _AUTO_TAU_MINI_BATCH
         else:
-            # samples counted as frequency weights: a row of weight 2 counts
-            # as the same row twice
-            tau = min(_AUTO_TAU_MAX, _AUTO_TAU_SAMPLES / float(sample_weight.sum()))
+            tau = _rule_tau(sample_weight)
             if self._selects_tau():
                 tau, tau_path = self._select_tau(network, X, Y, sample_weight,
                                                  theta0, tau, rng, fresh_start)
@@ -582,7 +606,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
-                           records, theta0, solver.max_iter, (X, y, sample_weight))
+                           records, theta0, solver.max_iter, (X, y, sample_weight),
+                           dtype)
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         result = solver.solve(problem, theta0, rng, monitor, state,
@@ -590,8 +615,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         theta = monitor.best_theta if early_stopping else result.theta
         monitor.close(result, theta)
         self._check_finite(problem, result, theta)
-        fitted.update({name + "_": value
-                       for name, value in self._weights(network, theta).items()})
+        fitted.update({name + "_": value for name, value
+                       in self._weights(network, theta, dtype).items()})
         fitted.update(records.attributes(result, early_stopping))
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
@@ -806,8 +831,9 @@ class _Monitor:
     lines and scikit-learn's callbacks, once per iteration/epoch."""
 
     def __init__(self, estimator, network, loss, validation, early_stopping,
-                 records, theta0, max_iter, training):
+                 records, theta0, max_iter, training, dtype):
         self.estimator = estimator
+        self.dtype = dtype
         self.network = network
         self.loss = loss
         self.early_stopping = early_stopping
@@ -835,7 +861,8 @@ class _Monitor:
 
     def _reconstruction(self, theta):
         return lambda: {name + "_": value for name, value in
-                        self.estimator._weights(self.network, theta).items()}
+                        self.estimator._weights(self.network, theta,
+                                                self.dtype).items()}
 
     def _begin_epoch(self, theta):
         self.epoch_context = self.context.subcontext(task_name="epoch")

@@ -2,6 +2,7 @@
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
@@ -96,7 +97,10 @@ _SHARED_PARAMETERS = """
           instead: λ starts at 0.03 and decays by 0.5 % per 8 rows seen,
           an epoch of s < 250 steps is held to s/250 of the stall
           thresholds, and a stalled epoch raises the floor 1.3-fold. In
-          full batch it is ``"tau"`` (with ``tau=0``, λ's initial value).
+          full batch ``H = max(τ, τ₀) ḡ''`` with ``τ₀ = min(0.01, 10/n)``
+          (``tau="auto"``'s full-batch value): the paper's ``"tau"`` from
+          the default τ up, while a smaller τ lowers the regularization but
+          not the damping (a tiny H makes the step size collapse).
         - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
         - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
           code).
@@ -880,8 +884,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         if self._multilabel:  # independent sigmoids: rows need not sum to 1
             return MultilabelLogLoss().probabilities(scores)
         if scores.ndim == 1:
-            p = LogLoss().probabilities(scores.reshape(-1, 1))[:, 0]
-            return np.column_stack([1 - p, p])
+            # σ(−z) for the first class, not 1 − σ(z), which cancels to a few
+            # float32 ulps when σ(z) is near 1
+            return expit(np.column_stack([-scores, scores]))
         return LogLoss().probabilities(scores)
 
     @available_if(_has_proba)

@@ -197,6 +197,41 @@ def test_step_size_rule_and_damping_resolution():
     assert resolve_damping(3.0, 1e-4, full_batch=True).curvature_scale() == 3.0
     with pytest.raises(ValueError, match="tau=0"):
         resolve_damping("tau", 0.0, full_batch=True)
+    # "adaptive" in full batch: max(tau, floor), the paper's tau at or above
+    # the floor; "tau" ignores the floor
+    assert resolve_damping("adaptive", 1e-4, True, floor=0.01).curvature_scale() \
+        == 0.01
+    assert resolve_damping("adaptive", 0.05, True, floor=0.01).curvature_scale() \
+        == 0.05
+    assert resolve_damping("adaptive", 0.0, True, floor=0.01).curvature_scale() \
+        == 0.01
+    assert resolve_damping("tau", 1e-4, True, floor=0.01).curvature_scale() == 1e-4
+    assert isinstance(resolve_damping("adaptive", 1e-4, False, floor=0.01),
+                      AdaptiveDamping)
+
+
+def test_full_batch_damping_floor_follows_the_tau_rule():
+    # the estimator's floor is tau="auto"'s full-batch value min(0.01, 10/n)
+    # (samples as frequency weights), and with tau=1e-4 on a ReLU regression
+    # it keeps the step size from collapsing (MLP's test_lbfgs_regression)
+    from sklearn.datasets import make_regression
+    from sklearn.preprocessing import scale
+
+    X, y = make_regression(n_samples=200, n_features=10, bias=20.0, noise=100.0,
+                           random_state=7)
+    y = scale(y)
+    est = GGNScoreRegressor(n_hidden=50, tau=1e-4, activation="relu",
+                            random_state=1, max_iter=200, tol=1e-3)
+    est.fit(X, y)
+    assert np.all(np.array(est.history_["damping"]) == 0.01)
+    assert np.median(est.history_["step_size"]) > 0.5
+    paper = GGNScoreRegressor(n_hidden=50, tau=1e-4, activation="relu",
+                              damping="tau", random_state=1, max_iter=200,
+                              tol=1e-3).fit(X, y)
+    assert np.all(np.array(paper.history_["damping"]) == 1e-4)
+    assert est.score(X, y) > paper.score(X, y)
+    est.fit(X[:100], y[:100], sample_weight=np.full(100, 20.0))
+    assert np.all(np.array(est.history_["damping"]) == 10.0 / 2000)
 
 
 def test_batching_partitions_every_epoch():

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.datasets import load_digits, make_classification
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
@@ -405,3 +405,24 @@ def test_new_label_in_partial_fit_is_named():
         clf.partial_fit(X, y_new)
     with pytest.raises(ValueError, match="is not the same as on last call"):
         clf.partial_fit(X, y, classes=np.append(np.unique(y), 99))
+
+
+def test_binary_probabilities_keep_precision_near_one():
+    # the first class's probability is sigma(-z), not 1 - sigma(z), which
+    # cancels to zero (float64) or to a few ulps (float32) when sigma(z) ~ 1
+    from scipy.special import expit
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    for dtype in (np.float64, np.float32):
+        clf = GGNScoreClassifier(random_state=0).fit(X.astype(dtype), y)
+        clf.output_weights_ = clf.output_weights_ * 40  # extreme margins
+        z = clf.decision_function(X.astype(dtype))
+        proba = clf.predict_proba(X.astype(dtype))
+        assert np.abs(z).max() > 40
+        np.testing.assert_array_equal(proba[:, 0], expit(-z))
+        np.testing.assert_array_equal(proba[:, 1], expit(z))
+        # 1 - sigma(z) is exactly 0 there; sigma(-z) is not (until float32
+        # underflows past z ~ 88)
+        near_one = (z > 20) & (z < 80)
+        assert near_one.any() and np.all(proba[near_one, 0] > 0)

@@ -158,13 +158,7 @@ def test_lbfgs_classification(X, y):
 
 
 @pytest.mark.parametrize("X,y", regression_datasets)
-@pytest.mark.parametrize("activation", [
-    "identity", "sigmoid", "tanh",
-    pytest.param("relu", marks=pytest.mark.xfail(
-        strict=True,
-        reason="ReLU with 50 units: train R2 0.956 (0.974 after all 200 "
-               "iterations with tol=0) against 0.98; the Gauss-Newton model "
-               "of the piecewise-linear network makes slow progress here"))])
+@pytest.mark.parametrize("activation", ACTIVATION_TYPES)
 def test_lbfgs_regression(X, y, activation):
     # (MLP loops over the activations; one case each here. The test measures
     # the training fit: MLP's alpha, its default 1e-4, is passed as tau, not
@@ -651,12 +645,6 @@ def test_mlp_early_stopping_string_labels():
     assert np.isfinite(clf.validation_scores_).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="float32 fits follow float64 ones only to ~1 % in the objective "
-           "after 12-18 second-order steps at tau=1e-5 (line-search and "
-           "step-size decisions amplify float32 rounding); MLP's first-order "
-           "steps stay within these tolerances")
 def test_mlp_classifier_dtypes_casting():
     # Compare predictions for different dtypes (MLP's two hidden layers
     # (5, 3): one of 5 units here)
@@ -678,12 +666,6 @@ def test_mlp_classifier_dtypes_casting():
     assert_allclose(proba_64, proba_32, rtol=1e-02)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="float32 fits follow float64 ones only to ~1 % in the objective "
-           "after 12-18 second-order steps at tau=1e-5 (line-search and "
-           "step-size decisions amplify float32 rounding); MLP's first-order "
-           "steps stay within these tolerances")
 def test_mlp_regressor_dtypes_casting():
     reg_64 = GGNScoreRegressor(
         tau=1e-5, n_hidden=5, random_state=1, max_iter=150, tol=1e-3

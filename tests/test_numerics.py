@@ -380,7 +380,8 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, st
     est = Est(n_hidden=n, batch_size=None, warm_start=True, max_iter=1,
               line_search=False, tau=1e-3, mu=0.8, linear_solver=linear_solver,
               curvature="exact" if step == "paper" else "auto",
-              hessian="diagonal" if step == "paper" else "auto", **kwargs)
+              hessian="diagonal" if step == "paper" else "auto",
+              damping="tau" if step == "paper" else "adaptive", **kwargs)
     # the targets' shape decides K; set weights of that shape
     K = 1 if Est is GGNScoreRegressor else (3 if loss else 3)
     U, V = rng.standard_normal((n, d)), rng.standard_normal((n, K))
@@ -402,7 +403,9 @@ def test_one_fit_call_is_one_step_from_user_weights(Est, loss, linear_solver, st
     reg = REGULARIZERS["pseudo_huber"](0.8)
     grad_g, hess_g = reg.derivatives(theta)
     grad_g *= 1e-3
-    H = 1e-3 * hess_g
+    # H = λ_H ḡ'': the paper's λ_H = τ; the default full-batch damping's
+    # λ_H = max(τ, min(0.01, 10 / Σ sample_weight))
+    H = (1e-3 if step == "paper" else max(1e-3, min(0.01, 10 / sw.sum()))) * hess_g
     if step == "default":
         H = naive_per_unit(dense, H)
         if loss_name == "log_loss":

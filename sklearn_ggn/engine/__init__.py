@@ -26,6 +26,7 @@ from .._network import ForwardCache, TwoLayerNetwork
 from .._regularizers import REGULARIZERS
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
+from ._compiled import compiled_structure
 from ._solver import (
     GGNScoreSolver,
     GradientDescentSolver,
@@ -47,8 +48,6 @@ from ._strategies import (
 
 __all__ = [
     "AdaptiveDamping",
-    "LOSSES",
-    "REGULARIZERS",
     "AdaptiveStepSize",
     "ArmijoLineSearch",
     "Batch",
@@ -70,6 +69,7 @@ __all__ = [
     "TwoLayerNetwork",
     "choose_linear_solver",
     "cholesky",
+    "compiled_structure",
     "resolve_damping",
     "step_structure",
 ]

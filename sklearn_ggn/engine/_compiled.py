@@ -610,12 +610,24 @@ def supports(solver, problem):
                  or type(solver.line_search) is ArmijoLineSearch)
             and type(solver.batching) is Batching):
         return None
-    structure = solver.structure(problem)
+    kind = compiled_structure(solver.structure(problem), net.n_outputs,
+                              problem.dtype)
+    if kind == EXACT and not _fits_one_block(solver.batching.batch_size,
+                                             problem.n_samples, net):
+        return None
+    return kind
+
+
+def compiled_structure(structure, n_outputs, dtype):
+    """The compiled step (:data:`UNIT` or :data:`EXACT`) for a step of this
+    ``structure`` (``step_structure``'s) on dense data of this dtype, or None.
+
+    The part of :func:`supports` an estimator can ask before it has chosen
+    its batch size (the exact step also needs its Gram within one block).
+    """
     if structure.get("per_unit") and structure.get("rank") == 1:
-        return UNIT
-    if (not structure and net.n_outputs >= 2 and problem.dtype == np.float64
-            and _fits_one_block(solver.batching.batch_size, problem.n_samples,
-                                net)):
+        return UNIT if dtype in (np.float32, np.float64) else None
+    if not structure and n_outputs >= 2 and dtype == np.float64:
         return EXACT
     return None
 

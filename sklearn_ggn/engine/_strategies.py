@@ -201,13 +201,17 @@ WORK_STEPS = 250
 STRUCTURED_STALL_INCREASE = 1.3
 
 
-def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False):
+def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
+                    floor=0.0):
     """The damping strategy of an estimator's ``damping`` parameter.
 
     * ``"adaptive"``: :class:`AdaptiveDamping` for mini-batches and
-      ``partial_fit``; in full batch the exact curvature ``H = τ ḡ''``
-      (``"tau"``), which with the line search converges to the regularized
-      optimum (the initial ``λ u`` when ``τ = 0``; ``u = 1/ḡ''(0)``). For
+      ``partial_fit``; in full batch ``H = max(τ, floor) ḡ''``, the exact
+      curvature (``"tau"``) unless τ is below ``floor`` (the initial
+      ``λ u`` when both are 0; ``u = 1/ḡ''(0)``): the line search then
+      converges to the regularized optimum, whose stationary point does not
+      depend on the damping, while a tiny H would make the dual norm η huge
+      and the step size ``ᾱ/(1 + M_g η)`` collapse. For
       the structured step (``structured=True``: per-unit H, batches of a
       hundred rows and more) it starts from :data:`STRUCTURED_INITIAL` and
       counts its rules in work: the decay per :data:`REFERENCE_ROWS` rows
@@ -231,7 +235,8 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False):
                                        work_steps=WORK_STEPS,
                                        stall_increase=STRUCTURED_STALL_INCREASE)
             return AdaptiveDamping(unit)
-        damping = "tau" if tau > 0 else AdaptiveDamping(unit).curvature_scale()
+        damping = (max(tau, floor) if max(tau, floor) > 0
+                   else AdaptiveDamping(unit).curvature_scale())
     if damping == "auto":
         damping = "tau" if full_batch and tau > 0 else 1.0
     if damping == "tau":
