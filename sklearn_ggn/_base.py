@@ -361,7 +361,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
     def _resolve_batch_size(self, n_samples, n_features, n_outputs,
-                            incremental=False, compiled=True):
+                            incremental=False, dtype=np.float64, sparse=False):
         if self.batch_size is None:
             return n_samples
         if self.batch_size == "auto":
@@ -381,6 +381,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
+            # the cost rule models the compiled step
+            compiled = not sparse and compiled_structure(
+                self._step_structure(n_outputs), n_outputs, dtype) is not None
             if n_outputs == 1 or not compiled:
                 # one output, or a multi-output fit on the NumPy route (whose
                 # steps pay ~0.7 ms of interpreter each): the batches of 256
@@ -483,11 +486,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         first_call = not (incremental and hasattr(self, "n_iter_"))
         X, Y = self._validate_input(X, y, reset=first_call, classes=classes)
         dtype = X.dtype
-        # targets and weights in float64 until the dtype the fit computes in
-        # is known (below); X stays in its dtype
+        # targets and weights (in X's dtype, as given) held in float64 until
+        # the dtype the fit computes in is known (below); X stays in its dtype
         Y = Y.astype(np.float64, copy=False)
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                             ensure_non_negative=True)
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=dtype, ensure_non_negative=True
+        ).astype(np.float64, copy=False)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
 
@@ -522,8 +526,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             Y_val = self._encode_targets(Y_val, None, keep=True,
                                          attributes=target_attributes)[0]
             X_val = X_val.astype(dtype, copy=False)
-            sw_val = _check_sample_weight(sample_weight_val, X_val,
-                                          dtype=np.float64,
+            sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
                                           ensure_non_negative=True)
             validation = (X_val, Y_val, sw_val)
         elif early_stopping:
@@ -567,11 +570,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "initial weights and the curvature of the steps assume inputs "
                 "of unit scale: standardize them, e.g. with StandardScaler in "
                 "a Pipeline.", UserWarning)
-        # the cost rule of batch_size="auto" models the compiled step
-        compiled = not sp.issparse(X) and compiled_structure(
-            self._step_structure(Y.shape[1]), Y.shape[1], X.dtype) is not None
         batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
-                                              incremental, compiled)
+                                              incremental, X.dtype, sp.issparse(X))
         # A full-batch fit (small data: the batch rule keeps full batches for
         # small problems only) computes in float64: its steps solve the kernel
         # system to convergence, where float32 rounding, amplified by the
