@@ -21,20 +21,26 @@ O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 
 import math
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.types import WrapperAddressProtocol
+from numba.experimental.function_type import _get_wrapper_address
 from scipy.special import expit, xlogy
 
 from ._config import NUMBA_OPTIONS
 from ._kernels import dense_factor_kernel
 
 # ----------------------------------------------------------------- kernels
-# Every formula of every loss is written once, here, per row of a batch: the
-# NumPy methods of the loss classes below and the compiled step
-# (engine/_compiled.py) call these kernels. A loss is a code in them; adding
-# one means a branch in each of the three kernels, its class and its entry in
-# LOSSES.
-SQUARED_ERROR, LOG_LOSS, POISSON, MULTILABEL = 0, 1, 2, 3
+# A loss is one numba function of one row k of a batch, ``row(F_k, Y_k, s_k,
+# e_k, a_k, u_k, w_k, parts)``: with ``parts`` False it returns the row's loss
+# ℓ(F_k, Y_k) (a float64, unweighted); with ``parts`` True it writes the
+# residual ``e_k = s_k ∂ℓ/∂F_k`` and the curvature factor's parts
+# ``A_k = diag(a_k) − u_k w_kᵀ`` (u_k and w_k arrive zeroed) and returns 0.
+# The arrays are rows of F's dtype. :func:`register_loss` makes the function
+# a loss: the kernels below, the NumPy methods of the loss classes and the
+# compiled step (engine/_compiled.py) call it through a first-class function
+# (:class:`RowFunction`), so that one compiled kernel serves every loss.
 
 
 @njit(**NUMBA_OPTIONS)
@@ -55,51 +61,144 @@ def _expit(x):
 
 
 @njit(**NUMBA_OPTIONS)
-def _mean(F, k, c):
-    """The Poisson mean ``exp(F[k, c])`` rounded to F's precision: it
-    overflows to inf where ``np.exp`` does in that precision (Φ > 709 in
-    float64, 88 in float32)."""
-    return np.float64(F.dtype.type(math.exp(F[k, c])))
+def squared_error_row(F, Y, s, e, a, u, w, parts):
+    """``ℓ = ½ (1/K) ‖F − y‖²``, ``e = s (F − y)/K``, ``A = sqrt(s/K) I``."""
+    K = F.shape[0]
+    if not parts:
+        acc = 0.0
+        for c in range(K):
+            diff = np.float64(F[c]) - Y[c]
+            acc += diff * diff
+        return acc * (0.5 / K)
+    for c in range(K):
+        e[c] = (F[c] - Y[c]) * (s / K)
+        a[c] = math.sqrt(s / K)
+    return 0.0
 
 
 @njit(**NUMBA_OPTIONS)
-def risk_kernel(F, Y, s, code):
-    """``R = Σ_k s_k ℓ(F_k, Y_k)``, summed in float64."""
-    b, K = F.shape
-    total = 0.0
-    for k in range(b):
+def _sigmoids_row(F, Y, s, e, a, parts):
+    """Independent sigmoids: ``ℓ = Σ_c BCE(F_c, y_c)``, ``e = s (π − y)``,
+    ``a = sqrt(s π (1 − π))``."""
+    if not parts:
         acc = 0.0
-        if code == SQUARED_ERROR:
-            for c in range(K):
-                diff = np.float64(F[k, c]) - Y[k, c]
-                acc += diff * diff
-            acc *= 0.5 / K
-        elif code == LOG_LOSS and K > 1:
-            top = F[k, 0]
-            for c in range(1, K):
-                top = max(top, F[k, c])
-            total_exp = 0.0
-            dot = 0.0
-            for c in range(K):
-                total_exp += math.exp(F[k, c] - top)
-                dot += np.float64(F[k, c]) * Y[k, c]
-            acc = math.log(total_exp) + top - dot
-        elif code == LOG_LOSS or code == MULTILABEL:
-            for c in range(K):
-                acc -= (Y[k, c] * _log_expit(F[k, c])
-                        + (1.0 - Y[k, c]) * _log_expit(-F[k, c]))
-        else:  # POISSON
-            for c in range(K):
-                y = np.float64(Y[k, c])
-                ylogy = y * math.log(y) if y > 0 else 0.0
-                acc += _mean(F, k, c) - y * F[k, c] + (ylogy - y)
-            acc /= K
-        total += s[k] * acc
+        for c in range(F.shape[0]):
+            acc -= (Y[c] * _log_expit(F[c]) + (1.0 - Y[c]) * _log_expit(-F[c]))
+        return acc
+    for c in range(F.shape[0]):
+        prob = _expit(F[c])
+        e[c] = (prob - Y[c]) * s
+        a[c] = math.sqrt(s * prob * (1.0 - prob))
+    return 0.0
+
+
+@njit(**NUMBA_OPTIONS)
+def log_loss_row(F, Y, s, e, a, u, w, parts):
+    """Softmax cross-entropy ``ℓ = log Σ_c exp(F_c) − F_y`` (K ≥ 2), with
+    ``A = sqrt(s) (diag(sqrt π) − π sqrt(π)ᵀ)`` (uses Σ π = 1); the sigmoid's
+    for one logit."""
+    K = F.shape[0]
+    if K == 1:
+        return _sigmoids_row(F, Y, s, e, a, parts)
+    top = F[0]
+    for c in range(1, K):
+        top = max(top, F[c])
+    total_exp = 0.0
+    for c in range(K):
+        total_exp += math.exp(F[c] - top)
+    if not parts:
+        dot = 0.0
+        for c in range(K):
+            dot += np.float64(F[c]) * Y[c]
+        return math.log(total_exp) + top - dot
+    root_s = math.sqrt(s)
+    for c in range(K):
+        prob = math.exp(F[c] - top) / total_exp
+        e[c] = (prob - Y[c]) * s
+        root = math.sqrt(prob)
+        a[c] = root * root_s
+        u[c] = prob * root_s
+        w[c] = root
+    return 0.0
+
+
+@njit(**NUMBA_OPTIONS)
+def multilabel_row(F, Y, s, e, a, u, w, parts):
+    """K independent sigmoids (one per label)."""
+    return _sigmoids_row(F, Y, s, e, a, parts)
+
+
+@njit(**NUMBA_OPTIONS)
+def _mean(F, c):
+    """The Poisson mean ``exp(F[c])`` rounded to F's precision: it overflows
+    to inf where ``np.exp`` does in that precision (Φ > 709 in float64, 88 in
+    float32)."""
+    return np.float64(F.dtype.type(math.exp(F[c])))
+
+
+@njit(**NUMBA_OPTIONS)
+def poisson_row(F, Y, s, e, a, u, w, parts):
+    """Half Poisson deviance averaged over outputs,
+    ``ℓ = (1/K) Σ_c [exp(F_c) − y_c F_c + y_c log y_c − y_c]``,
+    ``e = s (exp(F) − y)/K``, ``a = sqrt(s exp(F)/K)``."""
+    K = F.shape[0]
+    if not parts:
+        acc = 0.0
+        for c in range(K):
+            y = np.float64(Y[c])
+            ylogy = y * math.log(y) if y > 0 else 0.0
+            acc += _mean(F, c) - y * F[c] + (ylogy - y)
+        return acc / K
+    for c in range(K):
+        mean = _mean(F, c)
+        e[c] = (mean - Y[c]) * (s / K)
+        a[c] = math.sqrt(mean * (s / K))
+    return 0.0
+
+
+def _row_signature(dtype):
+    row = dtype[::1]
+    return types.float64(row, row, dtype, row, row, row, row, types.boolean)
+
+
+class RowFunction(WrapperAddressProtocol):
+    """A loss's row function as a numba first-class function of one dtype.
+
+    Passed to a compiled kernel it is typed by its signature alone, so one
+    compilation (cached on disk) serves every loss; called from Python it
+    runs the function itself (also under ``NUMBA_DISABLE_JIT=1``).
+    """
+
+    def __init__(self, function, dtype):
+        self.function = function
+        self.sig = _row_signature(numba.from_dtype(np.dtype(dtype)))
+        self._numba_type_ = types.FunctionType(self.sig)
+        self._address = None
+
+    def __wrapper_address__(self):
+        if self._address is None:
+            self._address = _get_wrapper_address(self.function, self.sig)
+        return self._address
+
+    def signature(self):
+        return self.sig
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+
+@njit(**NUMBA_OPTIONS)
+def risk_kernel(F, Y, s, row):
+    """``R = Σ_k s_k ℓ(F_k, Y_k)``, summed in float64."""
+    none = np.empty(0, dtype=F.dtype)
+    total = 0.0
+    for k in range(F.shape[0]):
+        total += s[k] * row(F[k], Y[k], s[k], none, none, none, none, False)
     return total
 
 
 @njit(**NUMBA_OPTIONS)
-def residual_parts_kernel(F, Y, s, code):
+def residual_parts_kernel(F, Y, s, row):
     """``e = ∂R/∂Φ`` and the parts of the curvature factor
     ``A_k = diag(a_k) − u_k w_kᵀ`` (``Q_k = A_k A_kᵀ``), in F's dtype."""
     b, K = F.shape
@@ -108,36 +207,7 @@ def residual_parts_kernel(F, Y, s, code):
     u = np.zeros((b, K), dtype=F.dtype)
     w = np.zeros((b, K), dtype=F.dtype)
     for k in range(b):
-        if code == SQUARED_ERROR:
-            for c in range(K):
-                e[k, c] = (F[k, c] - Y[k, c]) * (s[k] / K)
-                a[k, c] = math.sqrt(s[k] / K)
-        elif code == LOG_LOSS and K > 1:
-            # A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ), using Σ π = 1
-            top = F[k, 0]
-            for c in range(1, K):
-                top = max(top, F[k, c])
-            total_exp = 0.0
-            for c in range(K):
-                total_exp += math.exp(F[k, c] - top)
-            root_s = math.sqrt(s[k])
-            for c in range(K):
-                prob = math.exp(F[k, c] - top) / total_exp
-                e[k, c] = (prob - Y[k, c]) * s[k]
-                root = math.sqrt(prob)
-                a[k, c] = root * root_s
-                u[k, c] = prob * root_s
-                w[k, c] = root
-        elif code == LOG_LOSS or code == MULTILABEL:
-            for c in range(K):
-                prob = _expit(F[k, c])
-                e[k, c] = (prob - Y[k, c]) * s[k]
-                a[k, c] = math.sqrt(s[k] * prob * (1.0 - prob))
-        else:  # POISSON
-            for c in range(K):
-                mean = _mean(F, k, c)
-                e[k, c] = (mean - Y[k, c]) * (s[k] / K)
-                a[k, c] = math.sqrt(mean * (s[k] / K))
+        row(F[k], Y[k], s[k], e[k], a[k], u[k], w[k], True)
     return e, a, u, w
 
 
@@ -295,17 +365,27 @@ class RankFactor:
 
 
 class _FactoredLoss:
-    """A loss of the kernels above: its ``code`` selects the formulas."""
+    """A loss given by its row function (``row``, see :func:`register_loss`)."""
 
-    code = None
+    row = None
+
+    def kernel(self, dtype):
+        """The row function as the kernels' first-class function for
+        ``dtype`` (one object per function and dtype)."""
+        key = (type(self).row, np.dtype(dtype))
+        if key not in _ROW_FUNCTIONS:
+            _ROW_FUNCTIONS[key] = RowFunction(type(self).row, dtype)
+        return _ROW_FUNCTIONS[key]
 
     def risk(self, F, Y, s):
         """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
-        return float(risk_kernel(*_kernel_arrays(F, Y, s), self.code))
+        F, Y, s = _kernel_arrays(F, Y, s)
+        return float(risk_kernel(F, Y, s, self.kernel(F.dtype)))
 
     def residual_and_parts(self, F, Y, s):
         """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
-        e, a, u, w = residual_parts_kernel(*_kernel_arrays(F, Y, s), self.code)
+        F, Y, s = _kernel_arrays(F, Y, s)
+        e, a, u, w = residual_parts_kernel(F, Y, s, self.kernel(F.dtype))
         return e, FactorParts(a, u, w)
 
     def residual_and_factor(self, F, Y, s):
@@ -336,9 +416,6 @@ class SquaredError(_FactoredLoss):
     """Squared error ``ℓ = ½ (1/K) ‖F − y‖²``; ``e_k = s_k (F_k − y_k)/K``,
     ``Q_k = (s_k/K) I`` factored as ``A_k = sqrt(s_k/K) I``."""
 
-    name = "squared_error"
-    code = SQUARED_ERROR
-
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (the weighted mean of Y)."""
         diff = Y - s @ Y
@@ -353,9 +430,6 @@ class LogLoss(_FactoredLoss):
     ``A_k = sqrt(s_k) (diag(sqrt π_k) − π_k sqrt(π_k)ᵀ)`` (uses Σ π = 1).
     Sigmoid: ``Q_k = s_k π_k (1 − π_k)``.
     """
-
-    name = "log_loss"
-    code = LOG_LOSS
 
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (the weighted class priors)."""
@@ -416,9 +490,6 @@ class PoissonLoss(_FactoredLoss):
     (the estimator checks).
     """
 
-    name = "poisson"
-    code = POISSON
-
     @staticmethod
     def mean(F):
         """The predicted mean ``exp(Φ)`` (``inf`` where it overflows)."""
@@ -443,9 +514,6 @@ class MultilabelLogLoss(_FactoredLoss):
     ``A_k = diag(sqrt(s_k π_k (1 − π_k)))``.
     """
 
-    name = "multilabel_log_loss"
-    code = MULTILABEL
-
     def constant_risk(self, Y, s):
         """Risk of the best constant prediction (each label's weighted rate)."""
         rate = np.clip(s @ Y, 0.0, 1.0)
@@ -456,5 +524,66 @@ class MultilabelLogLoss(_FactoredLoss):
         return expit(F)
 
 
-LOSSES = {"squared_error": SquaredError, "log_loss": LogLoss,
-          "poisson": PoissonLoss, "multilabel_log_loss": MultilabelLogLoss}
+_ROW_FUNCTIONS = {}
+LOSSES = {}
+
+
+def register_loss(name, row, cls=None):
+    """Make the row function ``row`` the loss ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The loss's key in :data:`LOSSES`.
+    row : numba function
+        ``row(F_k, Y_k, s_k, e_k, a_k, u_k, w_k, parts)`` of one row k of a
+        batch, all arrays 1-d rows of F's dtype (float32 or float64) and
+        ``s_k`` the row's normalized weight. With ``parts`` False it returns
+        the row's loss ``ℓ(F_k, Y_k)`` (unweighted); with ``parts`` True it
+        writes the residual ``e_k = s_k ∂ℓ/∂F_k`` and the parts of the
+        curvature factor ``A_k = diag(a_k) − u_k w_kᵀ``, ``s_k ∂²ℓ/∂F_k² =
+        A_k A_kᵀ`` (``u_k``, ``w_k`` arrive zeroed), and returns 0.
+    cls : type, optional
+        The loss's class when it has more than the row function (a subclass
+        of the built-in losses' base; the estimators also use
+        ``constant_risk``, a classifier's loss ``probabilities``, a reduced
+        curvature ``reduced_<curvature>``). By default a class is made.
+
+    Returns
+    -------
+    cls : type
+        The loss class, registered in :data:`LOSSES`: a
+        :class:`~sklearn_ggn.engine.Problem` built with an instance of it
+        runs on the NumPy route and on the compiled step alike.
+
+    Examples
+    --------
+    >>> import math
+    >>> from numba import njit
+    >>> @njit
+    ... def log_cosh_row(F, Y, s, e, a, u, w, parts):
+    ...     K = F.shape[0]
+    ...     loss = 0.0
+    ...     for c in range(K):
+    ...         if parts:
+    ...             e[c] = math.tanh(F[c] - Y[c]) * s / K
+    ...             a[c] = math.sqrt(s / K) / math.cosh(F[c] - Y[c])
+    ...         else:
+    ...             loss += math.log(math.cosh(F[c] - Y[c])) / K
+    ...     return loss
+    >>> LogCosh = register_loss("log_cosh", log_cosh_row)
+    >>> float(LogCosh().risk(np.zeros((2, 1)), np.ones((2, 1)), np.full(2, 0.5)))
+    0.433...
+    >>> del LOSSES["log_cosh"]
+    """
+    if cls is None:
+        cls = type(f"{name}_loss", (_FactoredLoss,), {"__doc__": row.__doc__})
+    cls.name, cls.row = name, staticmethod(row)
+    LOSSES[name] = cls
+    return cls
+
+
+register_loss("squared_error", squared_error_row, SquaredError)
+register_loss("log_loss", log_loss_row, LogLoss)
+register_loss("poisson", poisson_row, PoissonLoss)
+register_loss("multilabel_log_loss", multilabel_row, MultilabelLogLoss)

@@ -383,9 +383,10 @@ def test_poisson_risk_kernel_overflows_where_numpy_does():
     float64 and in float32, against the risk written out with NumPy."""
     from scipy.special import xlogy
 
-    from sklearn_ggn._losses import POISSON, risk_kernel
+    from sklearn_ggn._losses import PoissonLoss, risk_kernel
 
     for dtype, edge in ((np.float64, 709.78), (np.float32, 88.72)):
+        POISSON = PoissonLoss().kernel(dtype)
         F = np.array([[edge, 0.0], [edge + 0.1, 1.0]], dtype=dtype)
         Y = np.ones((2, 2), dtype=dtype)
         for rows in ([0], [1]):
@@ -399,6 +400,81 @@ def test_poisson_risk_kernel_overflows_where_numpy_does():
             if np.isfinite(ref):
                 assert ours == pytest.approx(ref, rel=1e-6)
         assert np.isfinite(risk_kernel(F[[0]], Y[[0]], np.ones(1, dtype), POISSON))
+
+
+# ------------------------------------------------ a loss added by registration
+@pytest.fixture
+def log_cosh_loss():
+    """A loss added as one row function plus its registration: the
+    log-cosh loss ``ℓ = (1/K) Σ_c log cosh(F_c − y_c)``, whose residual is
+    ``s tanh(F − y)/K`` and whose curvature ``s sech²(F − y)/K`` has the
+    diagonal factor ``a = sqrt(s/K) sech(F − y)``."""
+    import math
+
+    from numba import njit
+
+    from sklearn_ggn import _losses
+
+    @njit(cache=False)
+    def log_cosh_row(F, Y, s, e, a, u, w, parts):
+        K = F.shape[0]
+        if not parts:
+            acc = 0.0
+            for c in range(K):
+                t = abs(np.float64(F[c]) - Y[c])  # log cosh t without overflow
+                acc += t + math.log1p(math.exp(-2.0 * t)) - math.log(2.0)
+            return acc / K
+        for c in range(K):
+            t = F[c] - Y[c]
+            e[c] = math.tanh(t) * (s / K)
+            a[c] = math.sqrt(s / K) / math.cosh(t)
+        return 0.0
+
+    cls = _losses.register_loss("log_cosh", log_cosh_row)
+    yield cls
+    del _losses.LOSSES["log_cosh"]
+
+
+@pytest.mark.parametrize("K,step", [(2, "exact"), (3, "exact"), (1, "structured")])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_registered_loss_fits_on_both_drivers(log_cosh_loss, K, step, dtype):
+    if step == "exact" and dtype == np.float32:
+        pytest.skip("the compiled exact step is float64 only")
+    X, Y, w = _data("squared_error", K)
+    net = TwoLayerNetwork(X.shape[1], 7, K, 1 / np.sqrt(7), "silu", True)
+    problem = Problem(net, log_cosh_loss(), REGULARIZERS["pseudo_huber"](2.0), 1e-3,
+                      X.astype(dtype), Y.astype(dtype), w.astype(dtype))
+    theta0 = (np.random.default_rng(1).standard_normal(net.n_params) * 0.5
+              ).astype(dtype)
+    # the loss's residual and factor are its risk's derivatives (the row
+    # function's two modes agree), by central differences in float64
+    if dtype == np.float64:
+        F = np.random.default_rng(2).standard_normal((5, K))
+        s = np.full(5, 0.2)
+        e, parts = problem.loss.residual_and_parts(F, Y[:5], s)
+        step_fd = 1e-6
+        for k, c in [(0, 0), (3, K - 1)]:
+            Fp, Fm = F.copy(), F.copy()
+            Fp[k, c] += step_fd
+            Fm[k, c] -= step_fd
+            fd = (problem.loss.risk(Fp, Y[:5], s)
+                  - problem.loss.risk(Fm, Y[:5], s)) / (2 * step_fd)
+            assert e[k, c] == pytest.approx(fd, rel=1e-6)
+            ep = problem.loss.residual_and_parts(Fp, Y[:5], s)[0]
+            em = problem.loss.residual_and_parts(Fm, Y[:5], s)[0]
+            assert parts.a[k, c] ** 2 == pytest.approx(
+                (ep[k, c] - em[k, c]) / (2 * step_fd), rel=1e-5)
+    solver_kw = dict(step=step, max_iter=3)
+    solver = _solver(True, **solver_kw)
+    solver.prepare(problem, SolverState())
+    assert compiled_epoch_arguments(solver, problem) is not None
+    results = _solve_both(problem, theta0, **solver_kw)
+    assert results[0][0].history[-1]["objective"] < results[0][0].history[0][
+        "objective"]
+    if dtype == np.float64:
+        _assert_same(results)
+    else:  # float32 round-off, amplified by the steps
+        _assert_same(results, rtol=1e-3, normwise=True)
 
 
 # ------------------------------------------------ the structured (default) step
@@ -512,23 +588,24 @@ def test_structured_float32_direction_falls_back_to_float64():
     solver = _solver(True, damping=1e-6, step="structured")
     solver.prepare(problem, SolverState())
     assert solver._compiled["structure"] == _compiled.UNIT
-    net, loss, reduced, reg_code, mu, tau, _ = solver._compiled["model"]
+    net, reduced, reg_code, mu, tau, _ = solver._compiled["model"]
     Xa, Y, w = solver._compiled["data"]
     s = w[:12] / w[:12].sum()
     directions = {}
     for dtype in (np.float64, np.float32):
+        row, row64 = problem.loss.kernel(dtype), problem.loss.kernel(np.float64)
         args = [a.astype(dtype) for a in (theta0, Xa[:12], Y[:12], s)]
         _, _, rho, rho_d, F = _compiled._objective(args[0], 0.0, *args[1:], net,
-                                                   loss, True)
+                                                   row, True)
         ws = np.empty((9, theta0.size), dtype=dtype)
-        status = _compiled._unit_direction(*args, rho, rho_d, F, net, loss,
+        status = _compiled._unit_direction(*args, rho, rho_d, F, net, row,
                                            reduced, reg_code, mu, tau, 1e-6, ws)[0]
         if dtype == np.float32:
             assert status == _compiled.FLOAT64
         ws = np.empty((9, theta0.size), dtype=dtype)
         status, d, _, _ = _compiled._direction(None, *args, rho, rho_d, F,
-                                               net, loss, reduced, reg_code, mu,
-                                               tau, 1e-6, ws)
+                                               net, row, row64, reduced, reg_code,
+                                               mu, tau, 1e-6, ws)
         assert status == _compiled.OK
         directions[dtype] = d.copy()
     np.testing.assert_allclose(directions[np.float32],

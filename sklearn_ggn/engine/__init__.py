@@ -13,7 +13,10 @@ estimators are the stable interface): a step can be reproduced, timed or
 varied without an estimator. A :class:`Problem` needs a loss and a
 regularizer object; :data:`LOSSES` and :data:`REGULARIZERS` map the
 estimators' ``loss`` and ``regularizer`` names to their classes (a
-regularizer is built with its μ, a loss without arguments). For profiling,
+regularizer is built with its μ, a loss without arguments). A new loss is
+one numba function of a row of the batch made a loss by
+:func:`register_loss`; both the NumPy route and the compiled step then run
+it. For profiling,
 the public methods of the classes exported here (``Problem.evaluate``,
 ``Problem.linearize``, ``Linearization.direction``, ``.gram``,
 ``.factorize``, ``.triangular_solve``, the strategies' ``__call__``,
@@ -21,7 +24,7 @@ the public methods of the classes exported here (``Problem.evaluate``,
 numba kernels below them are private and may change without notice.
 """
 
-from .._losses import LOSSES
+from .._losses import LOSSES, register_loss
 from .._network import ForwardCache, TwoLayerNetwork
 from .._regularizers import REGULARIZERS
 from ._linearization import Linearization, StepFailure, cholesky
@@ -70,6 +73,7 @@ __all__ = [
     "choose_linear_solver",
     "cholesky",
     "compiled_structure",
+    "register_loss",
     "resolve_damping",
     "step_structure",
 ]
