@@ -1,0 +1,84 @@
+"""The numbers the documentation quotes are the code's: the ``damping`` and
+``batch_size`` docstrings and the quickstart against the constants the
+engine and the estimators use. A change of a constant fails here until the
+text says the new value."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import sklearn_ggn
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base
+from sklearn_ggn.engine import AdaptiveDamping, ArmijoLineSearch, _strategies
+
+DOCS = Path(sklearn_ggn.__file__).resolve().parent.parent / "docs"
+
+
+def _parameter_text(cls, name):
+    """The numpydoc entry of parameter ``name`` in ``cls``'s docstring."""
+    doc = cls.__doc__
+    start = re.search(rf"^    {name} : ", doc, re.M).start()
+    end = re.search(r"^    \w+ : ", doc[start + 1:], re.M).start() + start + 1
+    return " ".join(doc[start:end].split())
+
+
+def _percent(fraction):
+    return f"{100 * fraction:g} %"
+
+
+@pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])
+def test_damping_docstring_quotes_the_rules(cls):
+    text = _parameter_text(cls, "damping")
+    d = AdaptiveDamping(unit=1.0)
+    quoted = [
+        f"more than {d.reject_ratio:g}× worse",
+        "λ tripled" if d.increase == 3.0 else f"λ × {d.increase:g}",
+        f"decay by {_percent(1 - d.decay)}",
+        f"by less than {_percent(d.stall)}",
+        f"less than {_percent(d.stall_first)} of the first",
+        f"floor {d.stall_increase:g}-fold",
+        f"λ starts at {d.lam:g}",
+        f"λ starts at {_strategies.STRUCTURED_INITIAL:g}",
+        f"per {_strategies.REFERENCE_ROWS} rows seen",
+        f"s < {_strategies.WORK_STEPS}",
+        f"s/{_strategies.WORK_STEPS}",
+        f"floor {_strategies.STRUCTURED_STALL_INCREASE:g}-fold",
+        f"τ₀ = min({_base._AUTO_TAU_MAX:g}, {_base._AUTO_TAU_SAMPLES:g}/n)",
+    ]
+    five = {5: "five"}[d.patience] if d.patience == 5 else str(d.patience)
+    quoted += [f"{five} such stalled epochs",
+               f"floor raised {d.stall_increase ** d.patience:.1f}-fold"]
+    for phrase in quoted:
+        assert phrase in text, phrase
+
+
+@pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])
+def test_batch_size_docstring_quotes_the_rule(cls):
+    text = _parameter_text(cls, "batch_size")
+    for phrase in [f"full batch up to {_base._AUTO_STRUCTURED_FULL_BATCH_ROWS} "
+                   "samples",
+                   f"({_base._AUTO_FULL_BATCH_ROWS} for the squared-error",
+                   f"else {_base._AUTO_STRUCTURED_ROWS} samples per batch",
+                   f"n_outputs ≤ {_base._AUTO_FULL_BATCH_ROWS}",
+                   f"{_base._AUTO_BATCH_ROWS} samples for one output",
+                   f"[2, {_base._AUTO_BATCH_ROWS} // K]"]:
+        assert phrase in text, phrase
+    # its example sizes are the rule's
+    assert _base._auto_batch_rows(16, 100, 26, True) == 4
+    assert "4 for 26 classes and 16 features" in text
+
+
+def test_line_search_docstring_quotes_armijo():
+    text = _parameter_text(GGNScoreClassifier, "line_search")
+    assert f"c = {ArmijoLineSearch().c:.0e}".replace("e-0", "e-") in text
+    assert ("halving" in text) == (ArmijoLineSearch().shrink == 0.5)
+
+
+@pytest.mark.skipif(not DOCS.is_dir(), reason="needs the source tree")
+def test_quickstart_quotes_the_batch_rule():
+    text = " ".join((DOCS / "quickstart.rst").read_text().split())
+    assert (f"more than the {_base._AUTO_STRUCTURED_FULL_BATCH_ROWS} up to which "
+            '``batch_size="auto"`` trains in full batch') in text
+    assert f"mini-batches of {_base._AUTO_STRUCTURED_ROWS} samples" in text
+    assert f"max(τ, {_base._AUTO_TAU_MAX:g})" in text
