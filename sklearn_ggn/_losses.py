@@ -32,15 +32,16 @@ from ._config import NUMBA_OPTIONS
 from ._kernels import dense_factor_kernel
 
 # ----------------------------------------------------------------- kernels
-# A loss is one numba function of one row k of a batch, ``row(F_k, Y_k, s_k,
-# e_k, a_k, u_k, w_k, parts)``: with ``parts`` False it returns the row's loss
-# ℓ(F_k, Y_k) (a float64, unweighted); with ``parts`` True it writes the
-# residual ``e_k = s_k ∂ℓ/∂F_k`` and the curvature factor's parts
-# ``A_k = diag(a_k) − u_k w_kᵀ`` (u_k and w_k arrive zeroed) and returns 0.
-# The arrays are rows of F's dtype. :func:`register_loss` makes the function
-# a loss: the kernels below, the NumPy methods of the loss classes and the
-# compiled step (engine/_compiled.py) call it through a first-class function
-# (:class:`RowFunction`), so that one compiled kernel serves every loss.
+# A loss is one numba function of a batch, ``fn(F, Y, s, e, a, u, w,
+# parts)`` (F, Y, e, a, u, w of shape (b, K) and s of shape (b,), all in F's
+# dtype): with ``parts`` False it returns the risk ``Σ_k s_k ℓ(F_k, Y_k)``
+# (summed in float64); with ``parts`` True it writes the residual
+# ``e_k = s_k ∂ℓ/∂F_k`` and the curvature factor's parts
+# ``A_k = diag(a_k) − u_k w_kᵀ`` (u and w arrive zeroed) and returns 0.
+# :func:`register_loss` makes the function a loss: the kernels below, the
+# NumPy methods of the loss classes and the compiled step
+# (engine/_compiled.py) call it through a first-class function
+# (:class:`LossFunction`), so that one compiled kernel serves every loss.
 
 
 @njit(**NUMBA_OPTIONS)
@@ -61,108 +62,117 @@ def _expit(x):
 
 
 @njit(**NUMBA_OPTIONS)
-def squared_error_row(F, Y, s, e, a, u, w, parts):
+def squared_error_fn(F, Y, s, e, a, u, w, parts):
     """``ℓ = ½ (1/K) ‖F − y‖²``, ``e = s (F − y)/K``, ``A = sqrt(s/K) I``."""
-    K = F.shape[0]
-    if not parts:
-        acc = 0.0
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        if not parts:
+            acc = 0.0
+            for c in range(K):
+                diff = np.float64(F[k, c]) - Y[k, c]
+                acc += diff * diff
+            total += s[k] * (acc * (0.5 / K))
+            continue
         for c in range(K):
-            diff = np.float64(F[c]) - Y[c]
-            acc += diff * diff
-        return acc * (0.5 / K)
-    for c in range(K):
-        e[c] = (F[c] - Y[c]) * (s / K)
-        a[c] = math.sqrt(s / K)
-    return 0.0
+            e[k, c] = (F[k, c] - Y[k, c]) * (s[k] / K)
+            a[k, c] = math.sqrt(s[k] / K)
+    return total
 
 
 @njit(**NUMBA_OPTIONS)
-def _sigmoids_row(F, Y, s, e, a, parts):
+def _sigmoids(F, Y, s, e, a, parts):
     """Independent sigmoids: ``ℓ = Σ_c BCE(F_c, y_c)``, ``e = s (π − y)``,
     ``a = sqrt(s π (1 − π))``."""
-    if not parts:
-        acc = 0.0
-        for c in range(F.shape[0]):
-            acc -= (Y[c] * _log_expit(F[c]) + (1.0 - Y[c]) * _log_expit(-F[c]))
-        return acc
-    for c in range(F.shape[0]):
-        prob = _expit(F[c])
-        e[c] = (prob - Y[c]) * s
-        a[c] = math.sqrt(s * prob * (1.0 - prob))
-    return 0.0
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        if not parts:
+            acc = 0.0
+            for c in range(K):
+                acc -= (Y[k, c] * _log_expit(F[k, c])
+                        + (1.0 - Y[k, c]) * _log_expit(-F[k, c]))
+            total += s[k] * acc
+            continue
+        for c in range(K):
+            prob = _expit(F[k, c])
+            e[k, c] = (prob - Y[k, c]) * s[k]
+            a[k, c] = math.sqrt(s[k] * prob * (1.0 - prob))
+    return total
 
 
 @njit(**NUMBA_OPTIONS)
-def log_loss_row(F, Y, s, e, a, u, w, parts):
+def log_loss_fn(F, Y, s, e, a, u, w, parts):
     """Softmax cross-entropy ``ℓ = log Σ_c exp(F_c) − F_y`` (K ≥ 2), with
     ``A = sqrt(s) (diag(sqrt π) − π sqrt(π)ᵀ)`` (uses Σ π = 1); the sigmoid's
     for one logit."""
-    K = F.shape[0]
+    b, K = F.shape
     if K == 1:
-        return _sigmoids_row(F, Y, s, e, a, parts)
-    top = F[0]
-    for c in range(1, K):
-        top = max(top, F[c])
-    total_exp = 0.0
-    for c in range(K):
-        total_exp += math.exp(F[c] - top)
-    if not parts:
-        dot = 0.0
+        return _sigmoids(F, Y, s, e, a, parts)
+    total = 0.0
+    for k in range(b):
+        top = F[k, 0]
+        for c in range(1, K):
+            top = max(top, F[k, c])
+        total_exp = 0.0
         for c in range(K):
-            dot += np.float64(F[c]) * Y[c]
-        return math.log(total_exp) + top - dot
-    root_s = math.sqrt(s)
-    for c in range(K):
-        prob = math.exp(F[c] - top) / total_exp
-        e[c] = (prob - Y[c]) * s
-        root = math.sqrt(prob)
-        a[c] = root * root_s
-        u[c] = prob * root_s
-        w[c] = root
-    return 0.0
+            total_exp += math.exp(F[k, c] - top)
+        if not parts:
+            dot = 0.0
+            for c in range(K):
+                dot += np.float64(F[k, c]) * Y[k, c]
+            total += s[k] * (math.log(total_exp) + top - dot)
+            continue
+        root_s = math.sqrt(s[k])
+        for c in range(K):
+            prob = math.exp(F[k, c] - top) / total_exp
+            e[k, c] = (prob - Y[k, c]) * s[k]
+            root = math.sqrt(prob)
+            a[k, c] = root * root_s
+            u[k, c] = prob * root_s
+            w[k, c] = root
+    return total
 
 
 @njit(**NUMBA_OPTIONS)
-def multilabel_row(F, Y, s, e, a, u, w, parts):
+def multilabel_fn(F, Y, s, e, a, u, w, parts):
     """K independent sigmoids (one per label)."""
-    return _sigmoids_row(F, Y, s, e, a, parts)
+    return _sigmoids(F, Y, s, e, a, parts)
 
 
 @njit(**NUMBA_OPTIONS)
-def _mean(F, c):
-    """The Poisson mean ``exp(F[c])`` rounded to F's precision: it overflows
-    to inf where ``np.exp`` does in that precision (Φ > 709 in float64, 88 in
-    float32)."""
-    return np.float64(F.dtype.type(math.exp(F[c])))
+def _mean(F, k, c):
+    """The Poisson mean ``exp(F[k, c])`` rounded to F's precision: it
+    overflows to inf where ``np.exp`` does in that precision (Φ > 709 in
+    float64, 88 in float32)."""
+    return np.float64(F.dtype.type(math.exp(F[k, c])))
 
 
 @njit(**NUMBA_OPTIONS)
-def poisson_row(F, Y, s, e, a, u, w, parts):
+def poisson_fn(F, Y, s, e, a, u, w, parts):
     """Half Poisson deviance averaged over outputs,
     ``ℓ = (1/K) Σ_c [exp(F_c) − y_c F_c + y_c log y_c − y_c]``,
     ``e = s (exp(F) − y)/K``, ``a = sqrt(s exp(F)/K)``."""
-    K = F.shape[0]
-    if not parts:
-        acc = 0.0
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        if not parts:
+            acc = 0.0
+            for c in range(K):
+                y = np.float64(Y[k, c])
+                ylogy = y * math.log(y) if y > 0 else 0.0
+                acc += _mean(F, k, c) - y * F[k, c] + (ylogy - y)
+            total += s[k] * (acc / K)
+            continue
         for c in range(K):
-            y = np.float64(Y[c])
-            ylogy = y * math.log(y) if y > 0 else 0.0
-            acc += _mean(F, c) - y * F[c] + (ylogy - y)
-        return acc / K
-    for c in range(K):
-        mean = _mean(F, c)
-        e[c] = (mean - Y[c]) * (s / K)
-        a[c] = math.sqrt(mean * (s / K))
-    return 0.0
+            mean = _mean(F, k, c)
+            e[k, c] = (mean - Y[k, c]) * (s[k] / K)
+            a[k, c] = math.sqrt(mean * (s[k] / K))
+    return total
 
 
-def _row_signature(dtype):
-    row = dtype[::1]
-    return types.float64(row, row, dtype, row, row, row, row, types.boolean)
-
-
-class RowFunction(WrapperAddressProtocol):
-    """A loss's row function as a numba first-class function of one dtype.
+class LossFunction(WrapperAddressProtocol):
+    """A loss's batch function as a numba first-class function of one dtype.
 
     Passed to a compiled kernel it is typed by its signature alone, so one
     compilation (cached on disk) serves every loss; called from Python it
@@ -171,8 +181,11 @@ class RowFunction(WrapperAddressProtocol):
 
     def __init__(self, function, dtype):
         self.function = function
-        self.sig = _row_signature(numba.from_dtype(np.dtype(dtype)))
-        self._numba_type_ = types.FunctionType(self.sig)
+        scalar = numba.from_dtype(np.dtype(dtype))
+        matrix = scalar[:, ::1]
+        self.sig = types.float64(matrix, matrix, scalar[::1], matrix, matrix,
+                                 matrix, matrix, types.boolean)
+        self._numba_type_ = types.FunctionType(self.sig)  # typeof's fast path
         self._address = None
 
     def __wrapper_address__(self):
@@ -186,19 +199,19 @@ class RowFunction(WrapperAddressProtocol):
     def __call__(self, *args):
         return self.function(*args)
 
+    def __reduce__(self):  # by function and dtype: an address is per process
+        return LossFunction, (self.function, self.sig.args[2].dtype.name)
+
 
 @njit(**NUMBA_OPTIONS)
-def risk_kernel(F, Y, s, row):
+def risk_kernel(F, Y, s, fn):
     """``R = Σ_k s_k ℓ(F_k, Y_k)``, summed in float64."""
-    none = np.empty(0, dtype=F.dtype)
-    total = 0.0
-    for k in range(F.shape[0]):
-        total += s[k] * row(F[k], Y[k], s[k], none, none, none, none, False)
-    return total
+    none = np.empty((0, 0), dtype=F.dtype)
+    return fn(F, Y, s, none, none, none, none, False)
 
 
 @njit(**NUMBA_OPTIONS)
-def residual_parts_kernel(F, Y, s, row):
+def residual_parts_kernel(F, Y, s, fn):
     """``e = ∂R/∂Φ`` and the parts of the curvature factor
     ``A_k = diag(a_k) − u_k w_kᵀ`` (``Q_k = A_k A_kᵀ``), in F's dtype."""
     b, K = F.shape
@@ -206,8 +219,7 @@ def residual_parts_kernel(F, Y, s, row):
     a = np.empty((b, K), dtype=F.dtype)
     u = np.zeros((b, K), dtype=F.dtype)
     w = np.zeros((b, K), dtype=F.dtype)
-    for k in range(b):
-        row(F[k], Y[k], s[k], e[k], a[k], u[k], w[k], True)
+    fn(F, Y, s, e, a, u, w, True)
     return e, a, u, w
 
 
@@ -365,17 +377,17 @@ class RankFactor:
 
 
 class _FactoredLoss:
-    """A loss given by its row function (``row``, see :func:`register_loss`)."""
+    """A loss given by its batch function (``fn``, see :func:`register_loss`)."""
 
-    row = None
+    fn = None
 
     def kernel(self, dtype):
-        """The row function as the kernels' first-class function for
+        """The loss's function as the kernels' first-class function for
         ``dtype`` (one object per function and dtype)."""
-        key = (type(self).row, np.dtype(dtype))
-        if key not in _ROW_FUNCTIONS:
-            _ROW_FUNCTIONS[key] = RowFunction(type(self).row, dtype)
-        return _ROW_FUNCTIONS[key]
+        key = (type(self).fn, np.dtype(dtype))
+        if key not in _LOSS_FUNCTIONS:
+            _LOSS_FUNCTIONS[key] = LossFunction(type(self).fn, dtype)
+        return _LOSS_FUNCTIONS[key]
 
     def risk(self, F, Y, s):
         """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
@@ -524,28 +536,29 @@ class MultilabelLogLoss(_FactoredLoss):
         return expit(F)
 
 
-_ROW_FUNCTIONS = {}
+_LOSS_FUNCTIONS = {}
 LOSSES = {}
 
 
-def register_loss(name, row, cls=None):
-    """Make the row function ``row`` the loss ``name``.
+def register_loss(name, fn, cls=None):
+    """Make the numba function ``fn`` the loss ``name``.
 
     Parameters
     ----------
     name : str
         The loss's key in :data:`LOSSES`.
-    row : numba function
-        ``row(F_k, Y_k, s_k, e_k, a_k, u_k, w_k, parts)`` of one row k of a
-        batch, all arrays 1-d rows of F's dtype (float32 or float64) and
-        ``s_k`` the row's normalized weight. With ``parts`` False it returns
-        the row's loss ``ℓ(F_k, Y_k)`` (unweighted); with ``parts`` True it
-        writes the residual ``e_k = s_k ∂ℓ/∂F_k`` and the parts of the
-        curvature factor ``A_k = diag(a_k) − u_k w_kᵀ``, ``s_k ∂²ℓ/∂F_k² =
-        A_k A_kᵀ`` (``u_k``, ``w_k`` arrive zeroed), and returns 0.
+    fn : numba function
+        ``fn(F, Y, s, e, a, u, w, parts)`` of a batch: the outputs F and
+        targets Y, e, a, u, w of shape (b, K) and the normalized weights s of
+        shape (b,), all of F's dtype (float32 or float64). With ``parts``
+        False it returns the risk ``Σ_k s_k ℓ(F_k, Y_k)`` (a float64); with
+        ``parts`` True it writes each row's residual ``e_k = s_k ∂ℓ/∂F_k``
+        and the parts of the curvature factor ``A_k = diag(a_k) − u_k w_kᵀ``
+        with ``s_k ∂²ℓ/∂F_k² = A_k A_kᵀ`` (``u``, ``w`` arrive zeroed), and
+        returns 0.
     cls : type, optional
-        The loss's class when it has more than the row function (a subclass
-        of the built-in losses' base; the estimators also use
+        The loss's class when it has more than the function (a subclass of
+        the built-in losses' base; the estimators also use
         ``constant_risk``, a classifier's loss ``probabilities``, a reduced
         curvature ``reduced_<curvature>``). By default a class is made.
 
@@ -561,29 +574,35 @@ def register_loss(name, row, cls=None):
     >>> import math
     >>> from numba import njit
     >>> @njit
-    ... def log_cosh_row(F, Y, s, e, a, u, w, parts):
-    ...     K = F.shape[0]
-    ...     loss = 0.0
-    ...     for c in range(K):
-    ...         if parts:
-    ...             e[c] = math.tanh(F[c] - Y[c]) * s / K
-    ...             a[c] = math.sqrt(s / K) / math.cosh(F[c] - Y[c])
-    ...         else:
-    ...             loss += math.log(math.cosh(F[c] - Y[c])) / K
-    ...     return loss
-    >>> LogCosh = register_loss("log_cosh", log_cosh_row)
+    ... def log_cosh(F, Y, s, e, a, u, w, parts):
+    ...     b, K = F.shape
+    ...     risk = 0.0
+    ...     for k in range(b):
+    ...         for c in range(K):
+    ...             t = F[k, c] - Y[k, c]
+    ...             if parts:
+    ...                 e[k, c] = math.tanh(t) * s[k] / K
+    ...                 a[k, c] = math.sqrt(s[k] / K) / math.cosh(t)
+    ...             else:
+    ...                 risk += s[k] * math.log(math.cosh(t)) / K
+    ...     return risk
+    >>> LogCosh = register_loss("log_cosh", log_cosh)
     >>> float(LogCosh().risk(np.zeros((2, 1)), np.ones((2, 1)), np.full(2, 0.5)))
     0.433...
     >>> del LOSSES["log_cosh"]
     """
+    if not isinstance(fn, numba.core.registry.CPUDispatcher) and not (
+            numba.config.DISABLE_JIT and callable(fn)):
+        raise TypeError(f"the loss function of {name!r} must be a numba njit "
+                        f"function, got {type(fn).__name__}")
     if cls is None:
-        cls = type(f"{name}_loss", (_FactoredLoss,), {"__doc__": row.__doc__})
-    cls.name, cls.row = name, staticmethod(row)
+        cls = type(f"{name}_loss", (_FactoredLoss,), {"__doc__": fn.__doc__})
+    cls.name, cls.fn = name, staticmethod(fn)
     LOSSES[name] = cls
     return cls
 
 
-register_loss("squared_error", squared_error_row, SquaredError)
-register_loss("log_loss", log_loss_row, LogLoss)
-register_loss("poisson", poisson_row, PoissonLoss)
-register_loss("multilabel_log_loss", multilabel_row, MultilabelLogLoss)
+register_loss("squared_error", squared_error_fn, SquaredError)
+register_loss("log_loss", log_loss_fn, LogLoss)
+register_loss("poisson", poisson_fn, PoissonLoss)
+register_loss("multilabel_log_loss", multilabel_fn, MultilabelLogLoss)

@@ -405,7 +405,7 @@ def test_poisson_risk_kernel_overflows_where_numpy_does():
 # ------------------------------------------------ a loss added by registration
 @pytest.fixture
 def log_cosh_loss():
-    """A loss added as one row function plus its registration: the
+    """A loss added as one function plus its registration: the
     log-cosh loss ``ℓ = (1/K) Σ_c log cosh(F_c − y_c)``, whose residual is
     ``s tanh(F − y)/K`` and whose curvature ``s sech²(F − y)/K`` has the
     diagonal factor ``a = sqrt(s/K) sech(F − y)``."""
@@ -416,21 +416,22 @@ def log_cosh_loss():
     from sklearn_ggn import _losses
 
     @njit(cache=False)
-    def log_cosh_row(F, Y, s, e, a, u, w, parts):
-        K = F.shape[0]
-        if not parts:
-            acc = 0.0
+    def log_cosh(F, Y, s, e, a, u, w, parts):
+        b, K = F.shape
+        risk = 0.0
+        for k in range(b):
             for c in range(K):
-                t = abs(np.float64(F[c]) - Y[c])  # log cosh t without overflow
-                acc += t + math.log1p(math.exp(-2.0 * t)) - math.log(2.0)
-            return acc / K
-        for c in range(K):
-            t = F[c] - Y[c]
-            e[c] = math.tanh(t) * (s / K)
-            a[c] = math.sqrt(s / K) / math.cosh(t)
-        return 0.0
+                if not parts:  # log cosh t = |t| + log(1 + e^{-2|t|}) - log 2
+                    t = abs(np.float64(F[k, c]) - Y[k, c])
+                    risk += s[k] * (t + math.log1p(math.exp(-2.0 * t))
+                                    - math.log(2.0)) / K
+                    continue
+                t = F[k, c] - Y[k, c]
+                e[k, c] = math.tanh(t) * (s[k] / K)
+                a[k, c] = math.sqrt(s[k] / K) / math.cosh(t)
+        return risk
 
-    cls = _losses.register_loss("log_cosh", log_cosh_row)
+    cls = _losses.register_loss("log_cosh", log_cosh)
     yield cls
     del _losses.LOSSES["log_cosh"]
 
@@ -446,7 +447,7 @@ def test_registered_loss_fits_on_both_drivers(log_cosh_loss, K, step, dtype):
                       X.astype(dtype), Y.astype(dtype), w.astype(dtype))
     theta0 = (np.random.default_rng(1).standard_normal(net.n_params) * 0.5
               ).astype(dtype)
-    # the loss's residual and factor are its risk's derivatives (the row
+    # the loss's residual and factor are its risk's derivatives (the
     # function's two modes agree), by central differences in float64
     if dtype == np.float64:
         F = np.random.default_rng(2).standard_normal((5, K))
@@ -593,18 +594,18 @@ def test_structured_float32_direction_falls_back_to_float64():
     s = w[:12] / w[:12].sum()
     directions = {}
     for dtype in (np.float64, np.float32):
-        row, row64 = problem.loss.kernel(dtype), problem.loss.kernel(np.float64)
+        fn, fn64 = problem.loss.kernel(dtype), problem.loss.kernel(np.float64)
         args = [a.astype(dtype) for a in (theta0, Xa[:12], Y[:12], s)]
         _, _, rho, rho_d, F = _compiled._objective(args[0], 0.0, *args[1:], net,
-                                                   row, True)
+                                                   fn, True)
         ws = np.empty((9, theta0.size), dtype=dtype)
-        status = _compiled._unit_direction(*args, rho, rho_d, F, net, row,
+        status = _compiled._unit_direction(*args, rho, rho_d, F, net, fn,
                                            reduced, reg_code, mu, tau, 1e-6, ws)[0]
         if dtype == np.float32:
             assert status == _compiled.FLOAT64
         ws = np.empty((9, theta0.size), dtype=dtype)
         status, d, _, _ = _compiled._direction(None, *args, rho, rho_d, F,
-                                               net, row, row64, reduced, reg_code,
+                                               net, fn, fn64, reduced, reg_code,
                                                mu, tau, 1e-6, ws)
         assert status == _compiled.OK
         directions[dtype] = d.copy()

@@ -12,7 +12,7 @@ structured one (per-unit H and one row of the kernel system per sample).
 differ only in who runs the loop over the batches.
 
 The formulas come from the kernels below them: the losses'
-(``_losses.risk_kernel``, ``residual_parts_kernel`` over the loss's row
+(``_losses.risk_kernel``, ``residual_parts_kernel`` over the loss's
 function, ``true_vs_rest_kernel``),
 the regularizers' (``_regularizers``), the activations' and the Gram's
 (``_kernels``). The NumPy route (``Problem.linearize`` /
@@ -103,12 +103,12 @@ def _forward(theta, Xb, n, K, kappa, act, fit_intercept, with_deriv):
 
 
 @njit(**NUMBA_OPTIONS)
-def _objective(theta, reg, Xb, Yb, s, net, row, with_deriv):
+def _objective(theta, reg, Xb, Yb, s, net, fn, with_deriv):
     """``(L, R, ρ, ρ', Φ)`` of θ on a batch, given ``reg = g(θ)``."""
     n, K, kappa, act, fit_intercept = net
     rho, rho_d, F = _forward(theta, Xb, n, K, kappa, act, fit_intercept,
                              with_deriv)
-    risk = risk_kernel(F, Yb, s, row)
+    risk = risk_kernel(F, Yb, s, fn)
     return risk + reg, risk, rho, rho_d, F
 
 
@@ -284,7 +284,7 @@ def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
 
 
 @njit(**NUMBA_OPTIONS)
-def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reg_code, mu,
+def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reg_code, mu,
                      tau, scale, ws):
     """``(status, d, η, rᵀd)``: the exact GGN-SCORE direction with
     ``H = scale ḡ''`` (float64); ``d`` is a row of the workspace ``ws``."""
@@ -293,7 +293,7 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reg_code, mu,
     p = theta.size
     p_u = n * d_aug
     V = theta[p_u:p_u + n * K].reshape((n, K))
-    e, a, u, w = residual_parts_kernel(F, Yb, s, row)
+    e, a, u, w = residual_parts_kernel(F, Yb, s, fn)
     reg_grad, D, r, d = ws[_REG_GRAD], ws[_D], ws[_R], ws[_DIR]
     eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
                                             reg_grad, D))
@@ -320,7 +320,7 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reg_code, mu,
 # one column f_k per row: the true-vs-rest column of the softmax, or the
 # exact factor of a one-output loss. J̃ has b rows, the Gram is b × b.
 @njit(**NUMBA_OPTIONS)
-def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reduced,
+def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
                     reg_code, mu, tau, scale, ws):
     """``(status, d, η, rᵀd)``: the structured direction (per-unit H, one
     kernel row per sample); ``d`` is a row of the workspace ``ws``.
@@ -343,7 +343,7 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reduced,
     if reduced:
         e, f = true_vs_rest_kernel(F, Yb, s)
     else:
-        e, f, _, _ = residual_parts_kernel(F, Yb, s, row)  # K = 1: A_k = a_k
+        e, f, _, _ = residual_parts_kernel(F, Yb, s, fn)  # K = 1: A_k = a_k
     reg_grad, D, d = ws[_REG_GRAD], ws[_D], ws[_DIR]
     _step_quantities_kernel(theta, reg_code, mu, tau, scale, reg_grad, D)
     unit_D = np.empty(n, dtype=theta.dtype)
@@ -403,24 +403,24 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row, reduced,
 
 
 @njit(**NUMBA_OPTIONS)
-def _direction(exact, theta, Xb, Yb, s, rho, rho_d, F, net, row, row64,
+def _direction(exact, theta, Xb, Yb, s, rho, rho_d, F, net, fn, fn64,
                reduced, reg_code, mu, tau, scale, ws):
     """``(status, d, η, rᵀd)`` of the step's structure. A float32 structured
     direction whose error estimate is too large is computed again in float64
-    (with ``row64``, the loss's float64 row function; then rounded to
+    (with ``fn64``, the loss's float64 function; then rounded to
     float32)."""
     if exact is not None:
-        return _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, row,
+        return _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn,
                                 reg_code, mu, tau, scale, ws)
     status, d, eta, slope = _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net,
-                                            row, reduced, reg_code, mu, tau,
+                                            fn, reduced, reg_code, mu, tau,
                                             scale, ws)
     if status == FLOAT64:
         ws64 = np.empty(ws.shape)
         status, d64, eta, slope = _unit_direction(
             theta.astype(np.float64), Xb.astype(np.float64),
             Yb.astype(np.float64), s.astype(np.float64), rho.astype(np.float64),
-            rho_d.astype(np.float64), F.astype(np.float64), net, row64, reduced,
+            rho_d.astype(np.float64), F.astype(np.float64), net, fn64, reduced,
             reg_code, mu, tau, scale, ws64)
         for m in range(d.size):
             d[m] = d64[m]
@@ -430,14 +430,14 @@ def _direction(exact, theta, Xb, Yb, s, rho, rho_d, F, net, row, row64,
 # ------------------------------------------------------------ the step
 @njit(**NUMBA_OPTIONS)
 def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
-         model, row, row64, rules, lam, n_rejected, initial_objective, ws):
+         model, fn, fn64, rules, lam, n_rejected, initial_objective, ws):
     """One GGN-SCORE step on one batch.
 
     ``exact`` is None for the structured step and :data:`EXACT` for the
     exact one: its type selects the direction when numba compiles (the
     other branch is pruned), so each structure compiles only its own.
-    ``model = (net, reduced, reg_code, μ, τ, M_g)``; ``row`` is the loss's
-    row function in θ's dtype, ``row64`` in float64 (first-class functions:
+    ``model = (net, reduced, reg_code, μ, τ, M_g)``; ``fn`` is the loss's
+    function in θ's dtype, ``fn64`` in float64 (first-class functions:
     passed on their own, not in a tuple),
     ``rules = (step_size, line_search, (c, shrink, max_trials), adaptive,
     damping)`` with ``damping = (floor, unit, increase, decay, reject_ratio,
@@ -457,16 +457,16 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
     step_size, line_search, armijo, adaptive, damping = rules
     floor, unit, increase, decay, reject_ratio, scale = damping
     c_armijo, shrink, max_trials = armijo
-    obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, row, True)
+    obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, fn, True)
     if adaptive and has_previous:
-        old = _objective(previous, reg_previous, Xb, Yb, s, net, row, False)[0]
+        old = _objective(previous, reg_previous, Xb, Yb, s, net, fn, False)[0]
         accepted, lam = damping_rule(obj, old, lam, floor, increase, decay,
                                      reject_ratio)
         if not accepted:
             n_rejected += 1
             theta, reg = previous, reg_previous
             obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
-                                                  row, True)
+                                                  fn, True)
     status, value, alpha = OK, 0.0, 0.0
     curvature = lam * unit if adaptive else scale
     new, reg_new = theta, reg
@@ -478,7 +478,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
         status, value = GREW, obj
     if status == OK:
         status, d, eta, slope = _direction(exact, theta, Xb, Yb, s, rho, rho_d,
-                                           F, net, row, row64, reduced,
+                                           F, net, fn, fn64, reduced,
                                            reg_code, mu,
                                            tau, curvature, ws)
     if status == OK:
@@ -488,7 +488,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
             for _ in range(max_trials):
                 new = _axpy(theta, alpha, d)
                 reg_new = tau * _value_sum_kernel(new, reg_code, mu)
-                trial = _objective(new, reg_new, Xb, Yb, s, net, row, False)[0]
+                trial = _objective(new, reg_new, Xb, Yb, s, net, fn, False)[0]
                 if armijo_holds(trial, obj, c_armijo, alpha, slope):
                     accepted = True
                     break
@@ -506,7 +506,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
 
 @njit(**NUMBA_OPTIONS)
 def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
-                    j_start, j_end, model, row, row64, rules, lam, n_rejected,
+                    j_start, j_end, model, fn, fn64, rules, lam, n_rejected,
                     initial_objective):
     """:func:`step` over batches ``j_start ≤ j < j_end`` of an epoch (a
     segment; the Python driver calls it segment by segment, so that an
@@ -543,7 +543,7 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
         (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
          n_rejected, initial_objective, value) = step(
             exact, theta, reg, previous, reg_previous, has_previous, Xa[idx],
-            Y[idx], s, model, row, row64, rules, lam, n_rejected,
+            Y[idx], s, model, fn, fn64, rules, lam, n_rejected,
             initial_objective, ws)
         if status != OK:
             break
@@ -562,12 +562,12 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
 
 
 @njit(**NUMBA_OPTIONS)
-def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, row,
+def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, fn,
                      initial_objective):
     """The end-of-epoch check of the last step on its own batch: a status."""
     wb = sample_weight[idx]
     s = wb / wb.sum()
-    obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, row, False)[0]
+    obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, fn, False)[0]
     if not np.isfinite(obj) or not _all_finite(theta):
         return NON_FINITE, obj
     if grew(obj, initial_objective):
@@ -660,7 +660,8 @@ def compiled_epoch_arguments(solver, problem):
         data=(writable(problem.Xa), writable(problem.Y),
               writable(problem.sample_weight)),
         n_params=int(net.n_params),
-        rows=(problem.loss.kernel(dtype), problem.loss.kernel(np.float64)),
+        loss_functions=(problem.loss.kernel(dtype),
+                        problem.loss.kernel(np.float64)),
         structure=structure,
         model=((int(net.n_hidden), int(net.n_outputs), float(net.kappa),
                 int(ACTIVATIONS[net.activation]), bool(net.fit_intercept)),
@@ -720,8 +721,8 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
         (status, carry, part, part_weight, n_steps, lam, n_rejected, initial,
          value, segment_last) = minibatch_epoch(
             None if arguments["structure"] == UNIT else EXACT, carry, Xa, Y, sample_weight, order, bounds,
-            j_start, j_end, model, *arguments["rows"], rules, lam, n_rejected,
-            initial)
+            j_start, j_end, model, *arguments["loss_functions"], rules, lam,
+            n_rejected, initial)
         sums += part
         weight_total += part_weight
         state.n_steps += int(n_steps)
@@ -737,7 +738,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
     if status == OK and last[0] >= 0:
         status, value = check_last_batch(theta, reg, Xa, Y, sample_weight,
                                          order[last[0]:last[1]], model[0],
-                                         arguments["rows"][0], initial)
+                                         arguments["loss_functions"][0], initial)
     message = (f"objective grew to {value:.3g}" if status == GREW
                else MESSAGES.get(status))
     return status, message, theta, sums, weight_total
