@@ -572,14 +572,20 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a Pipeline.", UserWarning)
         batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
                                               incremental, X.dtype, sp.issparse(X))
-        # A full-batch fit (small data: the batch rule keeps full batches for
-        # small problems only) computes in float64: its steps solve the kernel
-        # system to convergence, where float32 rounding, amplified by the
-        # system's condition number and by the line search's decisions, would
-        # move the fit away from the float64 one (1-2 % after a dozen steps on
-        # digits). The weights are returned in X's dtype. Mini-batch fits
+        # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,
+        # where batch_size="auto" keeps full batches) computes in float64:
+        # its steps solve the kernel system to convergence, where float32
+        # rounding, amplified by the system's condition number and by the
+        # line search's decisions, would move the fit away from the float64
+        # one (1-2 % after a dozen steps on digits). The weights are returned
+        # in X's dtype. Mini-batch fits, partial_fit and larger full batches
         # compute in X's dtype.
-        work = np.float64 if batch_size >= X.shape[0] else dtype
+        work = (np.float64 if batch_size >= X.shape[0] and not incremental
+                and X.shape[0] <= _AUTO_FULL_BATCH_ROWS else dtype)
+        training = (X, y, sample_weight)  # as given to the callbacks
+        # (θ0 keeps its float64 draw: rounded to float32 first, the float32
+        # fit would follow the float64 one only to ~2 % on digits at
+        # tau=1e-5; initial_weights_ shows it rounded to X's dtype)
         X, Y, sample_weight, theta0 = (a.astype(work, copy=False) for a in
                                        (X, Y, sample_weight, theta0))
         if validation is not None:
@@ -606,8 +612,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver = self._make_solver(problem, batch_size, incremental, early_stopping)
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
-                           records, theta0, solver.max_iter, (X, y, sample_weight),
-                           dtype)
+                           records, theta0, solver.max_iter, training, dtype)
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         result = solver.solve(problem, theta0, rng, monitor, state,
