@@ -63,7 +63,8 @@ X, y, X_test, y_test = make_teacher_student(n_train=1000, n_test=2000,
 common = dict(n_hidden=N_HIDDEN, fit_intercept=False, batch_size=None, tol=0,
               n_iter_no_change=max(GGN_ITER, GD_ITER), random_state=0,
               standardize_target=False,  # the paper trains on y as given
-              hessian="diagonal")  # the paper's H (one output: Q is exact)
+              # the paper's H = τ ḡ'' (one output: Q is exact)
+              hessian="diagonal", damping="tau")
 models = {
     "GD (lr = 1)": GGNScoreRegressor(solver="gd", learning_rate=1.0,
                                      max_iter=GD_ITER, **common),

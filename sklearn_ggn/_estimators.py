@@ -97,10 +97,13 @@ _SHARED_PARAMETERS = """
           instead: λ starts at 0.03 and decays by 0.5 % per 8 rows seen,
           an epoch of s < 250 steps is held to s/250 of the stall
           thresholds, and a stalled epoch raises the floor 1.3-fold. In
-          full batch ``H = max(τ, τ₀) ḡ''`` with ``τ₀ = min(0.01, 10/n)``
-          (``tau="auto"``'s full-batch value): the paper's ``"tau"`` from
-          the default τ up, while a smaller τ lowers the regularization but
-          not the damping (a tiny H makes the step size collapse).
+          full batch ``H = λ ḡ''`` with λ starting at
+          ``max(τ, τ₀)``, ``τ₀ = min(0.01, 10/n)`` (``tau="auto"``'s
+          full-batch value), and adapted like Levenberg-Marquardt's damping:
+          a step the line search shortens doubles λ, a step taken as
+          proposed divides it by 3, never below τ, where the step is the
+          paper's ``"tau"`` (a tiny H from the start makes the step size
+          collapse on models the Gauss-Newton step fits poorly).
         - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
         - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
           code).
@@ -466,7 +469,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         if attributes is None:
             attributes = self._target_statistics(Y, sample_weight)
         mean, scale = attributes["target_mean_"], attributes["target_scale_"]
-        # in float64 (float32 targets may be large), back in X's dtype
+        # in float64 (float32 targets may be large), back in Y's dtype
         encoded = (Y.astype(np.float64) - mean) / scale
         return np.ascontiguousarray(encoded, dtype=Y.dtype), attributes
 

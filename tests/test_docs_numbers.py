@@ -10,7 +10,12 @@ import pytest
 
 import sklearn_ggn
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base
-from sklearn_ggn.engine import AdaptiveDamping, ArmijoLineSearch, _strategies
+from sklearn_ggn.engine import (
+    AdaptiveDamping,
+    ArmijoLineSearch,
+    TrustDamping,
+    _strategies,
+)
 
 DOCS = Path(sklearn_ggn.__file__).resolve().parent.parent / "docs"
 
@@ -31,6 +36,7 @@ def _percent(fraction):
 def test_damping_docstring_quotes_the_rules(cls):
     text = _parameter_text(cls, "damping")
     d = AdaptiveDamping(unit=1.0)
+    trust = TrustDamping(1e-4, 0.01)
     quoted = [
         f"more than {d.reject_ratio:g}× worse",
         "λ tripled" if d.increase == 3.0 else f"λ × {d.increase:g}",
@@ -45,6 +51,8 @@ def test_damping_docstring_quotes_the_rules(cls):
         f"s/{_strategies.WORK_STEPS}",
         f"floor {_strategies.STRUCTURED_STALL_INCREASE:g}-fold",
         f"τ₀ = min({_base._AUTO_TAU_MAX:g}, {_base._AUTO_TAU_SAMPLES:g}/n)",
+        "shortens doubles λ" if trust.increase == 2.0 else "λ ×",
+        f"divides it by {1 / trust.decrease:g}",
     ]
     five = {5: "five"}[d.patience] if d.patience == 5 else str(d.patience)
     quoted += [f"{five} such stalled epochs",
@@ -81,4 +89,4 @@ def test_quickstart_quotes_the_batch_rule():
     assert (f"more than the {_base._AUTO_STRUCTURED_FULL_BATCH_ROWS} up to which "
             '``batch_size="auto"`` trains in full batch') in text
     assert f"mini-batches of {_base._AUTO_STRUCTURED_ROWS} samples" in text
-    assert f"max(τ, {_base._AUTO_TAU_MAX:g})" in text
+    assert f"at max(τ, {_base._AUTO_TAU_MAX:g})" in text

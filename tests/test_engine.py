@@ -23,6 +23,7 @@ from sklearn_ggn.engine import (
     NoImprovement,
     Problem,
     SolverState,
+    TrustDamping,
     choose_linear_solver,
     resolve_damping,
 )
@@ -197,10 +198,10 @@ def test_step_size_rule_and_damping_resolution():
     assert resolve_damping(3.0, 1e-4, full_batch=True).curvature_scale() == 3.0
     with pytest.raises(ValueError, match="tau=0"):
         resolve_damping("tau", 0.0, full_batch=True)
-    # "adaptive" in full batch: max(tau, floor), the paper's tau at or above
-    # the floor; "tau" ignores the floor
-    assert resolve_damping("adaptive", 1e-4, True, floor=0.01).curvature_scale() \
-        == 0.01
+    # "adaptive" in full batch: a trust damping from max(tau, floor) down to
+    # tau; with tau = 0 the constant floor; "tau" ignores the floor
+    trust = resolve_damping("adaptive", 1e-4, True, floor=0.01)
+    assert isinstance(trust, TrustDamping) and trust.curvature_scale() == 0.01
     assert resolve_damping("adaptive", 0.05, True, floor=0.01).curvature_scale() \
         == 0.05
     assert resolve_damping("adaptive", 0.0, True, floor=0.01).curvature_scale() \
@@ -210,30 +211,51 @@ def test_step_size_rule_and_damping_resolution():
                       AdaptiveDamping)
 
 
-def test_full_batch_damping_floor_follows_the_tau_rule():
-    # the estimator's floor is tau="auto"'s full-batch value min(0.01, 10/n)
-    # (samples as frequency weights), and with tau=1e-4 on a ReLU regression
-    # it keeps the step size from collapsing (MLP's test_lbfgs_regression)
+def test_trust_damping_follows_the_line_search_down_to_tau():
+    d = TrustDamping(1e-4, 0.01)
+    d.update(0.9, 0.9)  # taken as proposed: / 3
+    assert d.curvature_scale() == pytest.approx(0.01 / 3)
+    d.update(0.45, 0.9)  # shortened: x 2
+    assert d.curvature_scale() == pytest.approx(0.02 / 3)
+    for _ in range(20):
+        d.update(0.9, 0.9)
+    assert d.curvature_scale() == 1e-4  # never below tau
+    d.update(0.0, 0.9)  # no decrease found: raised
+    assert d.curvature_scale() == 2e-4
+
+
+def test_full_batch_damping_starts_at_the_tau_rule_and_ends_at_tau():
+    # the estimator's start is tau="auto"'s full-batch value min(0.01, 10/n)
+    # (samples as frequency weights); with tau=1e-4 on a ReLU regression
+    # (MLP's test_lbfgs_regression) it keeps the steps from collapsing, and
+    # on a smooth problem it reaches tau, the paper's step, and the same
+    # objective as damping="tau"
     from sklearn.datasets import make_regression
     from sklearn.preprocessing import scale
+
+    from sklearn_ggn.datasets import make_teacher_student
 
     X, y = make_regression(n_samples=200, n_features=10, bias=20.0, noise=100.0,
                            random_state=7)
     y = scale(y)
-    est = GGNScoreRegressor(n_hidden=50, tau=1e-4, activation="relu",
-                            random_state=1, max_iter=200, tol=1e-3)
-    est.fit(X, y)
-    assert np.all(np.array(est.history_["damping"]) == 0.01)
-    assert np.median(est.history_["step_size"]) > 0.5
-    paper = GGNScoreRegressor(n_hidden=50, tau=1e-4, activation="relu",
-                              damping="tau", random_state=1, max_iter=200,
-                              tol=1e-3).fit(X, y)
+    params = dict(n_hidden=50, tau=1e-4, activation="relu", random_state=1,
+                  max_iter=200, tol=1e-3)
+    est = GGNScoreRegressor(**params).fit(X, y)
+    assert est.history_["damping"][0] == 0.01
+    paper = GGNScoreRegressor(damping="tau", **params).fit(X, y)
     assert np.all(np.array(paper.history_["damping"]) == 1e-4)
-    assert est.score(X, y) > paper.score(X, y)
+    assert paper.history_["step_size"][-1] < 0.1  # collapsed
+    assert est.score(X, y) > 0.98 > paper.score(X, y)
     est.fit(X[:100], y[:100], sample_weight=np.full(100, 20.0))
-    assert np.all(np.array(est.history_["damping"]) == 10.0 / 2000)
+    assert est.history_["damping"][0] == 10.0 / 2000
 
-
+    X, y, _, _ = make_teacher_student(n_train=300, n_features=5, random_state=0)
+    params = dict(n_hidden=200, tau=1e-4, random_state=0)
+    est = GGNScoreRegressor(**params).fit(X, y)
+    paper = GGNScoreRegressor(damping="tau", **params).fit(X, y)
+    assert est.history_["damping"][0] == 0.01
+    assert est.history_["damping"][-1] == 1e-4
+    assert est.loss_curve_[-1] == pytest.approx(paper.loss_curve_[-1], rel=0.05)
 def test_batching_partitions_every_epoch():
     rng = np.random.RandomState(0)
     batches = Batching(4, shuffle=True).epoch(10, rng)

@@ -46,6 +46,7 @@ from ._strategies import (
     Batching,
     FixedDamping,
     NoImprovement,
+    TrustDamping,
     resolve_damping,
 )
 
@@ -69,6 +70,7 @@ __all__ = [
     "SolverResult",
     "SolverState",
     "StepFailure",
+    "TrustDamping",
     "TwoLayerNetwork",
     "choose_linear_solver",
     "cholesky",

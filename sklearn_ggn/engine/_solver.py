@@ -497,8 +497,11 @@ class GGNScoreSolver(Solver):
         if slope is None:
             slope = float(np.dot(lin.gradient.astype(theta.dtype, copy=False),
                                  direction))
+        proposed = alpha
         alpha, _, new = self.line_search(trial_objective, theta, direction, None,
                                          alpha, current.objective, slope=slope)
+        if hasattr(self.damping, "update"):  # a full-batch trust damping
+            self.damping.update(alpha, proposed)
         if alpha == 0.0:  # no decrease found along d: stay put
             return _Step(theta, current, current, 0.0, damping)
         return _Step(new, current, trials["last"], alpha, damping)
@@ -531,5 +534,5 @@ def _settings(damping):
     rules."""
     names = ("unit", "increase", "decay", "reject_ratio", "stall", "patience",
              "stall_increase", "stall_first", "reference_rows", "work_steps",
-             "scale")
+             "scale", "decrease", "tau")
     return tuple(getattr(damping, name, None) for name in names)

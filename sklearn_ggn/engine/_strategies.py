@@ -74,6 +74,59 @@ class FixedDamping:
         return False
 
 
+class TrustDamping:
+    """Full-batch damping adapted like Levenberg-Marquardt's, down to τ.
+
+    ``H = λ ḡ''(θ)`` with λ starting at ``initial`` (≥ τ). After each step
+    the solver reports the step size the line search accepted and the one
+    the step-size rule proposed: a step the line search had to shorten
+    (the quadratic model overshot) raises λ by ``increase``; a step taken
+    as proposed lowers it by ``decrease``, but never below τ, where the step
+    is the paper's exact one (``H = ∇²g``). The stationary points do not
+    depend on λ; a tiny λ far from them makes the model overshoot and the
+    line search halve (and the step-size rule's dual norm η grow as
+    ``1/sqrt(λ)``).
+
+    Parameters
+    ----------
+    tau : float
+        τ > 0, λ's lower bound.
+    initial : float
+        λ of the first step (≥ τ).
+    decrease, increase : float, default=1/3, 2.0
+        The factors of a step taken as proposed and of a shortened one
+        (Nielsen's rule, as in Madsen, Nielsen and Tingleff, "Methods for
+        non-linear least squares problems", 2004).
+    """
+
+    adaptive = False
+
+    def __init__(self, tau, initial, decrease=1 / 3, increase=2.0):
+        self.tau = float(tau)
+        self.lam = max(float(initial), self.tau)
+        self.decrease = decrease
+        self.increase = increase
+
+    def curvature_scale(self):
+        """The ``λ_H`` of the next step."""
+        return max(self.lam, self.tau)
+
+    def update(self, alpha, proposed):
+        """Adapt λ to the step just taken: ``alpha`` accepted by the line
+        search of the ``proposed`` step size."""
+        if alpha < proposed:
+            self.lam = self.curvature_scale() * self.increase
+        else:
+            self.lam = max(self.tau, self.curvature_scale() * self.decrease)
+
+    def end_epoch(self, objective, n_steps=None):
+        """Nothing to adapt per pass."""
+
+    def converged(self):
+        """Never ends a fit."""
+        return False
+
+
 class AdaptiveDamping:
     """Damping adapted on data the step did not see (mini-batch training).
 
@@ -206,12 +259,10 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
     """The damping strategy of an estimator's ``damping`` parameter.
 
     * ``"adaptive"``: :class:`AdaptiveDamping` for mini-batches and
-      ``partial_fit``; in full batch ``H = max(τ, floor) ḡ''``, the exact
-      curvature (``"tau"``) unless τ is below ``floor`` (the initial
-      ``λ u`` when both are 0; ``u = 1/ḡ''(0)``): the line search then
-      converges to the regularized optimum, whose stationary point does not
-      depend on the damping, while a tiny H would make the dual norm η huge
-      and the step size ``ᾱ/(1 + M_g η)`` collapse. For
+      ``partial_fit``; in full batch :class:`TrustDamping` from
+      ``max(τ, floor)`` down to the exact curvature ``"tau"`` (with τ = 0
+      the constant ``floor``, or the initial ``λ u`` when ``floor`` is 0;
+      ``u = 1/ḡ''(0)``). For
       the structured step (``structured=True``: per-unit H, batches of a
       hundred rows and more) it starts from :data:`STRUCTURED_INITIAL` and
       counts its rules in work: the decay per :data:`REFERENCE_ROWS` rows
@@ -235,8 +286,9 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
                                        work_steps=WORK_STEPS,
                                        stall_increase=STRUCTURED_STALL_INCREASE)
             return AdaptiveDamping(unit)
-        damping = (max(tau, floor) if max(tau, floor) > 0
-                   else AdaptiveDamping(unit).curvature_scale())
+        if tau > 0:
+            return TrustDamping(tau, max(tau, floor))
+        damping = floor if floor > 0 else AdaptiveDamping(unit).curvature_scale()
     if damping == "auto":
         damping = "tau" if full_batch and tau > 0 else 1.0
     if damping == "tau":
