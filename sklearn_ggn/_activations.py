@@ -92,7 +92,7 @@ def activate(pre, activation, with_deriv=True):
     -------
     rho : ndarray of shape (n_samples, n_hidden)
         ρ(pre), same dtype as ``pre``.
-    rho_deriv : ndarray of shape (n_samples, n_hidden) or None
+    rho_d : ndarray of shape (n_samples, n_hidden) or None
         ρ'(pre) when ``with_deriv`` is true.
     """
     pre = np.ascontiguousarray(pre)

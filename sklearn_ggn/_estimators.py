@@ -8,8 +8,11 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import (check_classification_targets, type_of_target,
-                                      unique_labels)
+from sklearn.utils.multiclass import (
+    check_classification_targets,
+    type_of_target,
+    unique_labels,
+)
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import BaseGGNScore

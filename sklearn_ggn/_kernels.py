@@ -264,7 +264,7 @@ def contract_hidden_kernel(W, dpre, scale, out):
 
 
 @njit(**NUMBA_OPTIONS)
-def structured_sensitivities_kernel(VT, a, u, w, rho_deriv, out):
+def structured_sensitivities_kernel(VT, a, u, w, rho_d, out):
     """``out[k, c, i] = ρ'(a_ki) (V A_k)[i, c]`` for ``A_k = diag(a_k) − u_k w_kᵀ``:
     ``(V A_k)[i, c] = V[i, c] a_kc − (V u_k)_i w_kc``, O(K n) per row instead
     of the dense factor's O(K² n)."""
@@ -283,20 +283,20 @@ def structured_sensitivities_kernel(VT, a, u, w, rho_deriv, out):
             ac = a[k, c]
             wc = w[k, c]
             for i in range(n):
-                out[k, c, i] = rho_deriv[k, i] * (VT[c, i] * ac - z[i] * wc)
+                out[k, c, i] = rho_d[k, i] * (VT[c, i] * ac - z[i] * wc)
 
 
 @njit(**NUMBA_OPTIONS)
-def pair_hidden_weights_kernel(rho_deriv, k0, k1, kappa2, M):
+def pair_hidden_weights_kernel(rho_d, k0, k1, kappa2, M):
     """``M[(k, l), i] *= κ² ρ'_ki ρ'_li`` in place, for the pairs of
     :func:`pair_products_kernel` (``M_i[k, l]`` becomes the weight of
     ``V[i, c] V[i, c']`` in the plain hidden-weight Gram block of (k, l))."""
-    b, n = rho_deriv.shape
+    b, n = rho_d.shape
     row = 0
     for k in range(k0, k1):
         for l in range(k, b):
             for i in range(n):
-                M[row, i] *= kappa2 * rho_deriv[k, i] * rho_deriv[l, i]
+                M[row, i] *= kappa2 * rho_d[k, i] * rho_d[l, i]
             row += 1
 
 
@@ -365,7 +365,7 @@ def outer_products_kernel(V):
 
 
 @njit(**NUMBA_OPTIONS)
-def structured_gram_block_kernel(M, rho, rho_deriv, a, u, w, D_V, D_bo, VV,
+def structured_gram_block_kernel(M, rho, rho_d, a, u, w, D_V, D_bo, VV,
                                  kappa2, k0, k1, gram):
     """Rows ``k0 ≤ k < k1`` of the Gram ``J̃ D J̃ᵀ`` for the structured
     factor, from ``M[(k, l), i] = Σ_j x_kj D_U[i, j] x_lj`` (dense or sparse
@@ -373,7 +373,7 @@ def structured_gram_block_kernel(M, rho, rho_deriv, a, u, w, D_V, D_bo, VV,
     plain blocks ``· VV`` (one GEMM), the output part ``κ² Σ_i ρ_ki ρ_li
     D_V[i, c] + D_bo[c]`` (``D_bo`` empty without output bias), then A per
     pair (:func:`factor_transform_kernel`)."""
-    pair_hidden_weights_kernel(rho_deriv, k0, k1, kappa2, M)
+    pair_hidden_weights_kernel(rho_d, k0, k1, kappa2, M)
     S = pair_products_kernel(rho, k0, k1) @ D_V
     S *= kappa2
     if D_bo.size:

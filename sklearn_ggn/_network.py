@@ -58,7 +58,7 @@ class ForwardCache:
 
     Xa: np.ndarray  # (b, d_aug), or a canonical CSR matrix for sparse inputs
     rho: np.ndarray  # (b, n)
-    rho_deriv: np.ndarray  # (b, n) or None
+    rho_d: np.ndarray  # (b, n) or None
     outputs: np.ndarray  # (b, K)
 
 
@@ -146,10 +146,10 @@ class TwoLayerNetwork:
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
         _, V, b_o = self.unpack(theta)
         pre = self.pre_activations(theta, Xa)
-        rho, rho_deriv, outputs = outputs_kernel(
+        rho, rho_d, outputs = outputs_kernel(
             pre, _as(V, pre.dtype), _bias(b_o, pre.dtype), self.kappa,
             ACTIVATIONS[self.activation], with_deriv)
-        return ForwardCache(Xa, rho, rho_deriv if with_deriv else None, outputs)
+        return ForwardCache(Xa, rho, rho_d if with_deriv else None, outputs)
 
     # ------------------------------------------------------------ Jacobian
     def sensitivities(self, theta, cache, factor):
@@ -165,7 +165,7 @@ class TwoLayerNetwork:
         b, K = factor.a.shape
         W = np.empty((b, K, self.n_hidden), dtype=cache.rho.dtype)
         structured_sensitivities_kernel(np.ascontiguousarray(V.T), factor.a,
-                                        factor.u, factor.w, cache.rho_deriv, W)
+                                        factor.u, factor.w, cache.rho_d, W)
         return W
 
     def jvp(self, theta, cache, W, factor, direction):
@@ -209,7 +209,7 @@ class TwoLayerNetwork:
         dtype = cache.rho.dtype
         e = _as(residual, dtype)
         return self._backpropagate(cache, hidden_error_kernel(
-            e, _as(V, dtype), _as(cache.rho_deriv, dtype), self.kappa), e)
+            e, _as(V, dtype), _as(cache.rho_d, dtype), self.kappa), e)
 
     def _backpropagate(self, cache, hidden, z):
         """θ-space vector from the hidden layer's error ``hidden`` (b × n) and
@@ -259,7 +259,7 @@ class TwoLayerNetwork:
         D_bo = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
         for k0, k1, M in self._pair_products(cache.Xa, D_U, block):
             structured_gram_block_kernel(
-                M, cache.rho, cache.rho_deriv, factor.a, factor.u, factor.w,
+                M, cache.rho, cache.rho_d, factor.a, factor.u, factor.w,
                 np.ascontiguousarray(D_V), D_bo, VV, kappa2, k0, k1, gram)
         return gram
 
@@ -306,16 +306,16 @@ class TwoLayerNetwork:
     def rank_sensitivities(self, theta, cache, F):
         """``W[k, r, i] = ρ'(a_ki) (V F_k)[i, r]`` of shape (b, R, n)."""
         _, V, _ = self.unpack(theta)
-        dtype = cache.rho_deriv.dtype
+        dtype = cache.rho_d.dtype
         return rank_sensitivities_kernel(_as(F, dtype), _as(V, dtype),
-                                         cache.rho_deriv)
+                                         cache.rho_d)
 
     def output_jvp(self, theta, cache, direction):
         """The plain ``J v`` of shape (b, K): the outputs' first-order change."""
         _, V, _ = self.unpack(theta)
         dU, dV, db_o = self.unpack(direction)
         hidden = _times_transposed(cache.Xa, dU)
-        hidden *= cache.rho_deriv
+        hidden *= cache.rho_d
         out = hidden @ V
         out *= self.kappa
         out += self._output_part(cache, dV, db_o)

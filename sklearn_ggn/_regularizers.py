@@ -73,15 +73,15 @@ def _derivatives_kernel(t, code, mu, grad, hess):
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
-def _step_quantities_kernel(t, code, mu, tau, scale, grad, inv_curv):
-    """∇g = τ ḡ'(θ), D = 1/(scale · ḡ''(θ)) and η² = ∇gᵀ D ∇g in one pass.
+def _step_quantities_kernel(t, code, mu, tau, damping, grad, inv_curv):
+    """∇g = τ ḡ'(θ), D = 1/(damping · ḡ''(θ)) and η² = ∇gᵀ D ∇g in one pass.
 
     Element-wise arithmetic in θ's precision (float32 runs twice as many
     SIMD lanes), η² accumulated in float64.
     """
     ft = t.dtype.type
     c = _constants(mu, ft(1.0))
-    tau_, inv_scale = ft(tau), ft(1.0 / scale)
+    tau_, inv_scale = ft(tau), ft(1.0 / damping)
     eta_sq = 0.0
     for i in range(t.size):
         slope, inverse = _slope_and_inverse_curvature(t[i], code, c)
@@ -136,9 +136,9 @@ class _GSCRegularizer:
         _derivatives_kernel(t, self._code, self.mu, grad, hess)
         return grad, hess
 
-    def step_quantities(self, theta, tau, curvature_scale):
+    def step_quantities(self, theta, tau, damping):
         """``(∇g, D, η)`` for the step: ``∇g = τ ḡ'(θ)``,
-        ``D = 1 / (curvature_scale · ḡ''(θ))`` and ``η = sqrt(∇gᵀ D ∇g)``,
+        ``D = 1 / (damping · ḡ''(θ))`` and ``η = sqrt(∇gᵀ D ∇g)``,
         in one fused pass, computed in float64 and returned in θ's dtype
         (float32 or float64)."""
         theta = np.ascontiguousarray(theta).ravel()
@@ -146,7 +146,7 @@ class _GSCRegularizer:
         grad = np.empty(theta.shape, dtype=dtype)
         inv_curv = np.empty(theta.shape, dtype=dtype)
         eta_sq = _step_quantities_kernel(theta, self._code, self.mu, float(tau),
-                                         float(curvature_scale), grad, inv_curv)
+                                         float(damping), grad, inv_curv)
         return grad, inv_curv, math.sqrt(eta_sq)
 
     def value_sum(self, t):

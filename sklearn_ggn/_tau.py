@@ -28,7 +28,7 @@ residual ``(I − S) z``:
 * leave-one-out ``LOO(τ) = Σ_i (((I − S) z)_i / (1 − S_ii))²`` (exact for a
   linear smoother: the i-th residual of the fit without row i).
 
-The Gram is the engine's dual Gram at ``curvature_scale = 1``
+The Gram is the engine's dual Gram at ``damping = 1``
 (``D = 1/ḡ''(θ)``), with the sample weights normalized over the rows used.
 """
 

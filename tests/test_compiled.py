@@ -609,6 +609,6 @@ def test_structured_float32_direction_falls_back_to_float64():
                                                mu, tau, 1e-6, ws)
         assert status == _compiled.OK
         directions[dtype] = d.copy()
-    np.testing.assert_allclose(directions[np.float32],
-                               directions[np.float64].astype(np.float32),
-                               rtol=1e-3, atol=1e-3 * np.abs(directions[np.float64]).max())
+    np.testing.assert_allclose(
+        directions[np.float32], directions[np.float64].astype(np.float32),
+        rtol=1e-3, atol=1e-3 * np.abs(directions[np.float64]).max())

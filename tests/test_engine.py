@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from naive import DenseNetwork
 from sklearn.datasets import load_iris
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from naive import DenseNetwork
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 from sklearn_ggn._losses import SquaredError
 from sklearn_ggn._network import ForwardCache, TwoLayerNetwork

@@ -445,7 +445,7 @@ def test_float32_dual_step_matches_float64_solve(tau, path, K, monkeypatch):
             c32 = net.forward(theta.astype(np.float32),
                               net.augment(X.astype(np.float32)))
             cache = ForwardCache(*(None if a is None else a.astype(np.float64)
-                                   for a in (c32.Xa, c32.rho, c32.rho_deriv,
+                                   for a in (c32.Xa, c32.rho, c32.rho_d,
                                              c32.outputs)))
         residual, factor = LOSSES[loss]().residual_and_factor(
             cache.outputs, Y.astype(dtype), s.astype(dtype))

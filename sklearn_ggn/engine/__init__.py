@@ -27,9 +27,9 @@ numba kernels below them are private and may change without notice.
 from .._losses import LOSSES, register_loss
 from .._network import ForwardCache, TwoLayerNetwork
 from .._regularizers import REGULARIZERS
+from ._compiled import compiled_structure
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
-from ._compiled import compiled_structure
 from ._solver import (
     GGNScoreSolver,
     GradientDescentSolver,

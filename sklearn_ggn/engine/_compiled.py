@@ -285,9 +285,9 @@ def _gram(Xb, rho, rho_d, a, u, w, D, V, n, K, kappa, fit_intercept):
 
 @njit(**NUMBA_OPTIONS)
 def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reg_code, mu,
-                     tau, scale, ws):
+                     tau, damping, ws):
     """``(status, d, η, rᵀd)``: the exact GGN-SCORE direction with
-    ``H = scale ḡ''`` (float64); ``d`` is a row of the workspace ``ws``."""
+    ``H = damping ḡ''`` (float64); ``d`` is a row of the workspace ``ws``."""
     n, K, kappa, act, fit_intercept = net
     d_aug = Xb.shape[1]
     p = theta.size
@@ -295,7 +295,7 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reg_code, mu,
     V = theta[p_u:p_u + n * K].reshape((n, K))
     e, a, u, w = residual_parts_kernel(F, Yb, s, fn)
     reg_grad, D, r, d = ws[_REG_GRAD], ws[_D], ws[_R], ws[_DIR]
-    eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, scale,
+    eta = math.sqrt(_step_quantities_kernel(theta, reg_code, mu, tau, damping,
                                             reg_grad, D))
     _gradient(e, V, Xb, rho, rho_d, kappa, fit_intercept, r)
     for m in range(p):
@@ -321,7 +321,7 @@ def _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reg_code, mu,
 # exact factor of a one-output loss. J̃ has b rows, the Gram is b × b.
 @njit(**NUMBA_OPTIONS)
 def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
-                    reg_code, mu, tau, scale, ws):
+                    reg_code, mu, tau, damping, ws):
     """``(status, d, η, rᵀd)``: the structured direction (per-unit H, one
     kernel row per sample); ``d`` is a row of the workspace ``ws``.
 
@@ -345,7 +345,7 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
     else:
         e, f, _, _ = residual_parts_kernel(F, Yb, s, fn)  # K = 1: A_k = a_k
     reg_grad, D, d = ws[_REG_GRAD], ws[_D], ws[_DIR]
-    _step_quantities_kernel(theta, reg_code, mu, tau, scale, reg_grad, D)
+    _step_quantities_kernel(theta, reg_code, mu, tau, damping, reg_grad, D)
     unit_D = np.empty(n, dtype=theta.dtype)
     per_unit_kernel(D, n, d_aug, K, unit_D)
     eta = dual_norm_kernel(reg_grad, D)
@@ -404,24 +404,24 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
 
 @njit(**NUMBA_OPTIONS)
 def _direction(exact, theta, Xb, Yb, s, rho, rho_d, F, net, fn, fn64,
-               reduced, reg_code, mu, tau, scale, ws):
+               reduced, reg_code, mu, tau, damping, ws):
     """``(status, d, η, rᵀd)`` of the step's structure. A float32 structured
     direction whose error estimate is too large is computed again in float64
     (with ``fn64``, the loss's float64 function; then rounded to
     float32)."""
     if exact is not None:
         return _exact_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn,
-                                reg_code, mu, tau, scale, ws)
+                                reg_code, mu, tau, damping, ws)
     status, d, eta, slope = _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net,
                                             fn, reduced, reg_code, mu, tau,
-                                            scale, ws)
+                                            damping, ws)
     if status == FLOAT64:
         ws64 = np.empty(ws.shape)
         status, d64, eta, slope = _unit_direction(
             theta.astype(np.float64), Xb.astype(np.float64),
             Yb.astype(np.float64), s.astype(np.float64), rho.astype(np.float64),
             rho_d.astype(np.float64), F.astype(np.float64), net, fn64, reduced,
-            reg_code, mu, tau, scale, ws64)
+            reg_code, mu, tau, damping, ws64)
         for m in range(d.size):
             d[m] = d64[m]
     return status, d, eta, slope
@@ -440,10 +440,11 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
     function in θ's dtype, ``fn64`` in float64 (first-class functions:
     passed on their own, not in a tuple),
     ``rules = (step_size, line_search, (c, shrink, max_trials), adaptive,
-    damping)`` with ``damping = (floor, unit, increase, decay, reject_ratio,
-    scale)``. With the adaptive damping the last step (previous → θ) is
-    judged on this batch first and undone when it made the batch's
-    objective ``reject_ratio`` times worse (λ ← increase·λ), else
+    damping_rules)`` with ``damping_rules = (floor, unit, increase, decay,
+    reject_ratio, fixed)`` (``fixed``: λ_H of a fixed damping). With the
+    adaptive damping the last step (previous → θ) is judged on this batch
+    first and undone when it made the batch's objective ``reject_ratio``
+    times worse (λ ← increase·λ), else
     λ ← max(floor, decay·λ).
 
     Returns ``(status, θ_new, g(θ_new), θ, g(θ), L(θ), R(θ), α, λ_H, λ,
@@ -454,8 +455,8 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
     mapping whose pages fault on first touch.
     """
     net, reduced, reg_code, mu, tau, M_g = model
-    step_size, line_search, armijo, adaptive, damping = rules
-    floor, unit, increase, decay, reject_ratio, scale = damping
+    step_size, line_search, armijo, adaptive, damping_rules = rules
+    floor, unit, increase, decay, reject_ratio, fixed = damping_rules
     c_armijo, shrink, max_trials = armijo
     obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net, fn, True)
     if adaptive and has_previous:
@@ -468,7 +469,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
             obj, risk, rho, rho_d, F = _objective(theta, reg, Xb, Yb, s, net,
                                                   fn, True)
     status, value, alpha = OK, 0.0, 0.0
-    curvature = lam * unit if adaptive else scale
+    damping = lam * unit if adaptive else fixed
     new, reg_new = theta, reg
     if not np.isfinite(obj) or not _all_finite(theta):
         status = NON_FINITE
@@ -480,7 +481,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
         status, d, eta, slope = _direction(exact, theta, Xb, Yb, s, rho, rho_d,
                                            F, net, fn, fn64, reduced,
                                            reg_code, mu,
-                                           tau, curvature, ws)
+                                           tau, damping, ws)
     if status == OK:
         alpha = step_size_rule(step_size, M_g, eta)
         if line_search:
@@ -500,7 +501,7 @@ def step(exact, theta, reg, previous, reg_previous, has_previous, Xb, Yb, s,
             reg_new = tau * _value_sum_kernel(new, reg_code, mu)
         if not _all_finite(new):
             status = PARAMETERS
-    return (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
+    return (status, new, reg_new, theta, reg, obj, risk, alpha, damping, lam,
             n_rejected, initial_objective, value)
 
 
@@ -540,7 +541,7 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
         if w_sum <= 0:
             continue
         s = wb / wb.dtype.type(w_sum)
-        (status, new, reg_new, theta, reg, obj, risk, alpha, curvature, lam,
+        (status, new, reg_new, theta, reg, obj, risk, alpha, damping, lam,
          n_rejected, initial_objective, value) = step(
             exact, theta, reg, previous, reg_previous, has_previous, Xa[idx],
             Y[idx], s, model, fn, fn64, rules, lam, n_rejected,
@@ -553,7 +554,7 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
         sums[0] += obj * w_sum
         sums[1] += risk * w_sum
         sums[2] += alpha * w_sum
-        sums[3] += curvature * w_sum
+        sums[3] += damping * w_sum
         weight_total += w_sum
         n_steps += 1
     carry = (theta, previous, has_previous, reg, reg_previous)
@@ -595,8 +596,9 @@ def supports(solver, problem):
 
     The compiled step covers the estimators' mini-batch configurations on
     dense inputs in the dual form with the built-in network, regularizers
-    and strategies and any registered loss (``register_loss``): the structured step (per-unit H, one kernel
-    row per sample) in float32 and float64, the exact step with several
+    and strategies and any registered loss (``register_loss``): the
+    structured step (per-unit H, one kernel row per sample) in float32 and
+    float64, the exact step with several
     outputs in float64 (its Gram, formed for all row pairs at once, within
     the NumPy route's memory bound). Everything else — sparse inputs, the
     primal form, full batches, one output or float32 on the exact step,
@@ -720,7 +722,8 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
         j_end = min(len(batches), j_start + SEGMENT_BATCHES)
         (status, carry, part, part_weight, n_steps, lam, n_rejected, initial,
          value, segment_last) = minibatch_epoch(
-            None if arguments["structure"] == UNIT else EXACT, carry, Xa, Y, sample_weight, order, bounds,
+            None if arguments["structure"] == UNIT else EXACT, carry, Xa, Y,
+            sample_weight, order, bounds,
             j_start, j_end, model, *arguments["loss_functions"], rules, lam,
             n_rejected, initial)
         sums += part

@@ -101,7 +101,7 @@ def promote_cache(cache, dtype=np.float64):
     return ForwardCache(*(None if a is None
                           else a.astype(dtype, copy=False) if sp.issparse(a)
                           else np.asarray(a, dtype=dtype)
-                          for a in (cache.Xa, cache.rho, cache.rho_deriv,
+                          for a in (cache.Xa, cache.rho, cache.rho_d,
                                     cache.outputs)))
 
 

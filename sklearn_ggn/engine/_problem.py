@@ -146,9 +146,9 @@ class Problem:
                                                     batch.Y, batch.s)
         return self.network.gradient(theta, evaluation.cache, residual)
 
-    def linearize(self, theta, batch, evaluation, curvature_scale, dtype=None,
+    def linearize(self, theta, batch, evaluation, damping, dtype=None,
                   curvature="exact", hessian="diagonal"):
-        """The Gauss-Newton model at θ with ``H = curvature_scale · ḡ''(θ)``.
+        """The Gauss-Newton model at θ with ``H = damping · ḡ''(θ)``.
 
         Parameters
         ----------
@@ -156,7 +156,7 @@ class Problem:
         batch : Batch
         evaluation : Evaluation
             ``evaluate(theta, batch)`` with derivatives.
-        curvature_scale : float
+        damping : float
             ``λ_H``, the scale of the regularizer's curvature in ``H``.
         dtype : dtype, default=None
             Precision of the linearization; None is θ's. A float32 problem
@@ -190,7 +190,7 @@ class Problem:
         else:  # a loss with only a dense factor
             residual, factor = self.loss.residual_and_factor(cache.outputs, Y, s)
         reg_grad, D, eta = self.regularizer.step_quantities(theta, self.tau,
-                                                            curvature_scale)
+                                                            damping)
         unit_D = None
         if hessian == "per_unit":
             D, unit_D = self.network.per_unit(D)
