@@ -17,6 +17,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _config
 from ._activations import ACTIVATIONS
+from ._kernels import normalized_weights_kernel
 from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
 from ._tau import select_tau
@@ -850,7 +851,7 @@ class _Monitor:
         if validation is not None:
             X_val, Y_val, sw_val = validation
             self.validation = (network.augment(X_val), Y_val, sw_val,
-                               sw_val / sw_val.sum())
+                               normalized_weights_kernel(sw_val)[0])
             for key in ("validation_risk", "validation_score"):
                 records.history.setdefault(key, [])
         self.context = None

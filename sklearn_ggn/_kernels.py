@@ -24,6 +24,19 @@ from ._activations import _activate_kernel
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
+@njit(**NUMBA_OPTIONS)
+def normalized_weights_kernel(w):
+    """``(s, Σ w)``: a batch's sample weights normalized to ``s = w / Σ w``
+    (in w's dtype) and their total, summed in order in float64; ``w``
+    itself when the total is not positive."""
+    total = 0.0
+    for v in w:
+        total += v
+    if total <= 0:
+        return w.copy(), total
+    return w / w.dtype.type(total), total
+
+
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
 def _n_pairs(b, k0, k1):
     """Number of pairs (k, l ≥ k) of b rows with k0 ≤ k < k1."""

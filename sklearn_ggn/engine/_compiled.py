@@ -37,6 +37,7 @@ from .._kernels import (
     dense_factor_kernel,
     dual_norm_kernel,
     hidden_error_kernel,
+    normalized_weights_kernel,
     outer_products_kernel,
     output_part_kernel,
     outputs_kernel,
@@ -534,13 +535,9 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
     ws = np.empty((9, theta.size), dtype=theta.dtype)
     for j in range(j_start, j_end):
         idx = order[bounds[j]:bounds[j + 1]]
-        wb = sample_weight[idx]
-        w_sum = 0.0
-        for v in wb:
-            w_sum += v
+        s, w_sum = normalized_weights_kernel(sample_weight[idx])
         if w_sum <= 0:
             continue
-        s = wb / wb.dtype.type(w_sum)
         (status, new, reg_new, theta, reg, obj, risk, alpha, damping, lam,
          n_rejected, initial_objective, value) = step(
             exact, theta, reg, previous, reg_previous, has_previous, Xa[idx],
@@ -566,8 +563,7 @@ def minibatch_epoch(exact, carry, Xa, Y, sample_weight, order, bounds,
 def check_last_batch(theta, reg, Xa, Y, sample_weight, idx, net, fn,
                      initial_objective):
     """The end-of-epoch check of the last step on its own batch: a status."""
-    wb = sample_weight[idx]
-    s = wb / wb.sum()
+    s = normalized_weights_kernel(sample_weight[idx])[0]
     obj = _objective(theta, reg, Xa[idx], Y[idx], s, net, fn, False)[0]
     if not np.isfinite(obj) or not _all_finite(theta):
         return NON_FINITE, obj

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels import dual_norm_kernel
+from .._kernels import dual_norm_kernel, normalized_weights_kernel
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
@@ -110,15 +110,13 @@ class Problem:
     def batch(self, idx=None):
         """The :class:`Batch` of rows ``idx`` (all rows when None), or None
         when their weights sum to zero."""
-        if idx is None:
-            w = self.sample_weight
-            w_sum = w.sum()
-            return Batch(self.Xa, self.Y, w / w_sum, float(w_sum))
-        w = self.sample_weight[idx]
-        w_sum = float(w.sum())
+        w = self.sample_weight if idx is None else self.sample_weight[idx]
+        s, w_sum = normalized_weights_kernel(np.ascontiguousarray(w))
         if w_sum <= 0:
             return None
-        return Batch(self.Xa[idx], self.Y[idx], w / w_sum, w_sum)
+        if idx is None:
+            return Batch(self.Xa, self.Y, s, w_sum)
+        return Batch(self.Xa[idx], self.Y[idx], s, w_sum)
 
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""
