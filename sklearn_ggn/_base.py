@@ -62,7 +62,7 @@ _AUTO_STRUCTURED_FULL_BATCH_ROWS = 512
 def _rule_tau(sample_weight):
     """τ of ``tau="auto"``'s full-batch rule: ``min(0.01, 10/n)``, samples
     counted as frequency weights (a row of weight 2 counts as the same row
-    twice). It is also the full-batch damping's floor."""
+    twice). The full-batch damping starts there too."""
     return min(_AUTO_TAU_MAX, _AUTO_TAU_SAMPLES / float(np.sum(sample_weight)))
 
 
@@ -447,7 +447,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             resolve_damping(self.damping, problem.tau, full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0],
                             structured=self._structured_step(K),
-                            floor=_rule_tau(problem.sample_weight)),
+                            start=_rule_tau(problem.sample_weight)),
             AdaptiveStepSize(self.step_size),
             ArmijoLineSearch() if self._uses_line_search(full_batch, K) else None,
             self.linear_solver, batching, max_iter, stopping,

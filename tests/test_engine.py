@@ -199,15 +199,15 @@ def test_step_size_rule_and_damping_resolution():
     with pytest.raises(ValueError, match="tau=0"):
         resolve_damping("tau", 0.0, full_batch=True)
     # "adaptive" in full batch: a trust damping from max(tau, floor) down to
-    # tau; with tau = 0 the constant floor; "tau" ignores the floor
-    trust = resolve_damping("adaptive", 1e-4, True, floor=0.01)
+    # tau; with tau = 0 the constant start; "tau" ignores the start
+    trust = resolve_damping("adaptive", 1e-4, True, start=0.01)
     assert isinstance(trust, TrustDamping) and trust.curvature_scale() == 0.01
-    assert resolve_damping("adaptive", 0.05, True, floor=0.01).curvature_scale() \
+    assert resolve_damping("adaptive", 0.05, True, start=0.01).curvature_scale() \
         == 0.05
-    assert resolve_damping("adaptive", 0.0, True, floor=0.01).curvature_scale() \
+    assert resolve_damping("adaptive", 0.0, True, start=0.01).curvature_scale() \
         == 0.01
-    assert resolve_damping("tau", 1e-4, True, floor=0.01).curvature_scale() == 1e-4
-    assert isinstance(resolve_damping("adaptive", 1e-4, False, floor=0.01),
+    assert resolve_damping("tau", 1e-4, True, start=0.01).curvature_scale() == 1e-4
+    assert isinstance(resolve_damping("adaptive", 1e-4, False, start=0.01),
                       AdaptiveDamping)
 
 

@@ -255,13 +255,13 @@ STRUCTURED_STALL_INCREASE = 1.3
 
 
 def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
-                    floor=0.0):
+                    start=0.0):
     """The damping strategy of an estimator's ``damping`` parameter.
 
     * ``"adaptive"``: :class:`AdaptiveDamping` for mini-batches and
       ``partial_fit``; in full batch :class:`TrustDamping` from
-      ``max(τ, floor)`` down to the exact curvature ``"tau"`` (with τ = 0
-      the constant ``floor``, or the initial ``λ u`` when ``floor`` is 0;
+      ``max(τ, start)`` down to the exact curvature ``"tau"`` (with τ = 0
+      the constant ``start``, or the initial ``λ u`` when ``start`` is 0;
       ``u = 1/ḡ''(0)``). For
       the structured step (``structured=True``: per-unit H, batches of a
       hundred rows and more) it starts from :data:`STRUCTURED_INITIAL` and
@@ -287,8 +287,8 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
                                        stall_increase=STRUCTURED_STALL_INCREASE)
             return AdaptiveDamping(unit)
         if tau > 0:
-            return TrustDamping(tau, max(tau, floor))
-        damping = floor if floor > 0 else AdaptiveDamping(unit).curvature_scale()
+            return TrustDamping(tau, max(tau, start))
+        damping = start if start > 0 else AdaptiveDamping(unit).curvature_scale()
     if damping == "auto":
         damping = "tau" if full_batch and tau > 0 else 1.0
     if damping == "tau":
