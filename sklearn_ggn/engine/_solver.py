@@ -482,6 +482,7 @@ class GGNScoreSolver(Solver):
         direction = raw.astype(theta.dtype, copy=False)
         alpha = self.step_size(problem.M_g, eta)
         if self.line_search is None:
+            self.damping.update(alpha, alpha)
             return _Step(theta - alpha * direction, current, None, alpha, damping)
         trials = {}
 
@@ -500,8 +501,7 @@ class GGNScoreSolver(Solver):
         proposed = alpha
         alpha, _, new = self.line_search(trial_objective, theta, direction, None,
                                          alpha, current.objective, slope=slope)
-        if hasattr(self.damping, "update"):  # a full-batch trust damping
-            self.damping.update(alpha, proposed)
+        self.damping.update(alpha, proposed)
         if alpha == 0.0:  # no decrease found along d: stay put
             return _Step(theta, current, current, 0.0, damping)
         return _Step(new, current, trials["last"], alpha, damping)

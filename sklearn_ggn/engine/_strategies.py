@@ -66,6 +66,9 @@ class FixedDamping:
         """The ``λ_H`` of the next step."""
         return self.scale
 
+    def update(self, alpha, proposed):
+        """Nothing to adapt after a step."""
+
     def end_epoch(self, objective, n_steps=None):
         """Nothing to adapt."""
 
@@ -81,8 +84,9 @@ class TrustDamping:
     the solver reports the step size the line search accepted and the one
     the step-size rule proposed: a step the line search had to shorten
     (the quadratic model overshot) raises λ by ``increase``; a step taken
-    as proposed lowers it by ``decrease``, but never below τ, where the step
-    is the paper's exact one (``H = ∇²g``). The stationary points do not
+    as proposed (every step, without a line search) lowers it by
+    ``decrease``, but never below τ, where the step is the paper's exact one
+    (``H = ∇²g``). The stationary points do not
     depend on λ; a tiny λ far from them makes the model overshoot and the
     line search halve (and the step-size rule's dual norm η grow as
     ``1/sqrt(λ)``).
@@ -109,15 +113,15 @@ class TrustDamping:
 
     def curvature_scale(self):
         """The ``λ_H`` of the next step."""
-        return max(self.lam, self.tau)
+        return self.lam
 
     def update(self, alpha, proposed):
         """Adapt λ to the step just taken: ``alpha`` accepted by the line
-        search of the ``proposed`` step size."""
+        search of the ``proposed`` step size (equal without a line search)."""
         if alpha < proposed:
-            self.lam = self.curvature_scale() * self.increase
+            self.lam *= self.increase
         else:
-            self.lam = max(self.tau, self.curvature_scale() * self.decrease)
+            self.lam = max(self.tau, self.lam * self.decrease)
 
     def end_epoch(self, objective, n_steps=None):
         """Nothing to adapt per pass."""
@@ -215,6 +219,10 @@ class AdaptiveDamping:
             float(self.reject_ratio))
         self.n_rejected += not accepted
         return accepted
+
+    def update(self, alpha, proposed):
+        """Nothing to adapt after a step: the next batch judges it
+        (:meth:`accept`)."""
 
     def end_epoch(self, objective, n_steps=None):
         """Raise the floor after an epoch without progress.
