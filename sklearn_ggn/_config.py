@@ -18,6 +18,8 @@ locator available"). The kernels are then compiled in memory on every
 import instead, with one warning that names the two ways out.
 """
 
+import functools
+import hashlib
 import logging
 import os
 import sys
@@ -83,6 +85,12 @@ def _install_locator():
         def get_cache_path(self):
             return self._cache_path
 
+        def get_source_stamp(self):
+            # every module of the package, not the kernel's file alone: a
+            # cached kernel holds its callees from other modules compiled
+            # in, and would outlive an edit of them
+            return _package_stamp()
+
         @classmethod
         def from_function(cls, py_func, py_file):
             if not _in_package(py_file):
@@ -99,6 +107,17 @@ def _install_locator():
              if c is caching.UserProvidedCacheLocator]
     classes.insert(after[0] + 1 if after else 0, PackageCacheLocator)
     return PackageCacheLocator
+
+
+@functools.lru_cache(maxsize=None)
+def _package_stamp():
+    """A hash of the package's source files (once per process)."""
+    digest = hashlib.sha256()
+    for folder, _, files in sorted(os.walk(_PACKAGE_DIR)):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(f.read())
+    return digest.digest()
 
 
 def _cache_probe():

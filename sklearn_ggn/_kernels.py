@@ -477,13 +477,14 @@ def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
 
 @njit(**NUMBA_OPTIONS)
 def outputs_kernel(pre, V, b_o, kappa, act, with_deriv):
-    """``(ρ(pre), ρ'(pre), Φ = κ ρ V + b_o)`` (ρ in place of ρ' without
-    derivatives; ``b_o`` empty without output bias), in pre's dtype."""
+    """``(ρ(pre), ρ'(pre), Φ = κ ρ V + b_o)`` (ρ' empty without derivatives:
+    an output aliasing ρ would keep the loop from SIMD; ``b_o`` empty
+    without output bias), in pre's dtype."""
     b, n = pre.shape
     rho = np.empty((b, n), dtype=pre.dtype)
-    rho_d = np.empty((b, n), dtype=pre.dtype) if with_deriv else rho
+    rho_d = np.empty((b, n) if with_deriv else (0, 0), dtype=pre.dtype)
     _activate_kernel(np.ascontiguousarray(pre).reshape(b * n), act,
-                     rho.reshape(b * n), rho_d.reshape(b * n), with_deriv)
+                     rho.reshape(b * n), rho_d.reshape(rho_d.size), with_deriv)
     F = rho @ V
     F *= pre.dtype.type(kappa)
     if b_o.size:

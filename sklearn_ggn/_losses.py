@@ -28,6 +28,7 @@ from numba.core.types import WrapperAddressProtocol
 from numba.experimental.function_type import _get_wrapper_address
 from scipy.special import expit, xlogy
 
+from ._activations import exp_nonpositive
 from ._config import NUMBA_OPTIONS
 from ._kernels import dense_factor_kernel
 
@@ -48,16 +49,16 @@ from ._kernels import dense_factor_kernel
 def _log_expit(x):
     """``log σ(x)`` without overflow."""
     if x >= 0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
+        return -math.log1p(exp_nonpositive(-x))
+    return x - math.log1p(exp_nonpositive(x))
 
 
 @njit(**NUMBA_OPTIONS)
 def _expit(x):
     """``σ(x)`` from an exponential of a non-positive argument."""
     if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
+        return 1.0 / (1.0 + exp_nonpositive(-x))
+    z = exp_nonpositive(x)
     return z / (1.0 + z)
 
 
@@ -110,13 +111,16 @@ def log_loss_fn(F, Y, s, e, a, u, w, parts):
     if K == 1:
         return _sigmoids(F, Y, s, e, a, parts)
     total = 0.0
+    ex = np.empty(K, dtype=F.dtype)
     for k in range(b):
         top = F[k, 0]
         for c in range(1, K):
             top = max(top, F[k, c])
+        for c in range(K):  # apart from the sum: a SIMD loop in float32
+            ex[c] = exp_nonpositive(F[k, c] - top)
         total_exp = 0.0
         for c in range(K):
-            total_exp += math.exp(F[k, c] - top)
+            total_exp += ex[c]
         if not parts:
             dot = 0.0
             for c in range(K):
@@ -125,7 +129,7 @@ def log_loss_fn(F, Y, s, e, a, u, w, parts):
             continue
         root_s = math.sqrt(s[k])
         for c in range(K):
-            prob = math.exp(F[k, c] - top) / total_exp
+            prob = ex[c] / total_exp
             e[k, c] = (prob - Y[k, c]) * s[k]
             root = math.sqrt(prob)
             a[k, c] = root * root_s
@@ -238,9 +242,10 @@ def true_vs_rest_kernel(F, Y, s):
             top = max(top, F[k, c])
             if Y[k, c] > Y[k, y]:
                 y = c
+        for c in range(K):
+            prob[c] = exp_nonpositive(F[k, c] - top)
         total_exp = 0.0
         for c in range(K):
-            prob[c] = math.exp(F[k, c] - top)
             total_exp += prob[c]
         q = 0.0  # 1 − π_y without its cancellation
         for c in range(K):

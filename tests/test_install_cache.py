@@ -167,3 +167,29 @@ def test_first_compile_note_once_on_stderr_or_to_logging(monkeypatch, capsys,
     monkeypatch.setattr(_config, "_first_compile_noted", False)
     _config.note_first_compile()
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_cached_kernels_are_stamped_with_every_package_source(monkeypatch,
+                                                              tmp_path):
+    """numba stamps a cached kernel with its own file only, but a kernel
+    holds its callees from other modules compiled in: after an edit of
+    ``_activations.py`` the cached step would still run the old activation.
+    The package's locator stamps every kernel with all of its sources."""
+    from sklearn_ggn import _config
+
+    locator = _config.cache_locator()
+    if locator is None:
+        pytest.skip("no writable cache directory")
+    assert locator.get_source_stamp() == _config._package_stamp()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    monkeypatch.setattr(_config, "_PACKAGE_DIR", str(tmp_path))
+    _config._package_stamp.cache_clear()
+    try:
+        before = _config._package_stamp()
+        (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+        _config._package_stamp.cache_clear()
+        assert _config._package_stamp() != before
+    finally:
+        _config._package_stamp.cache_clear()

@@ -23,6 +23,9 @@ for name, params in {"default": {},
     clf = GGNScoreClassifier(n_hidden=4, batch_size=16, max_iter=2,
                              random_state=0, **params).fit(X, y)
     out[name] = clf.hidden_weights_.ravel().tolist()
+clf = GGNScoreClassifier(n_hidden=4, batch_size=16, max_iter=2,
+                         random_state=0).fit(X.astype(np.float32), y)
+out["float32"] = clf.hidden_weights_.ravel().tolist()  # the float32 exp too
 reg = GGNScoreRegressor(n_hidden=4, max_iter=2, random_state=0).fit(X, X[:, 0])
 out["regressor"] = reg.hidden_weights_.ravel().tolist()
 print(json.dumps(out))
@@ -42,7 +45,10 @@ def _run(disable_jit):
 
 def test_disabled_jit_runs_the_same_fits():
     interpreted, compiled = _run(True), _run(False)
-    assert set(interpreted) == {"default", "exact", "regressor"}
+    assert set(interpreted) == {"default", "exact", "float32", "regressor"}
     for name in interpreted:  # the compiled mini-batch epoch ("exact") too
-        np.testing.assert_allclose(interpreted[name], compiled[name], rtol=1e-8,
-                                   atol=1e-10, err_msg=name)
+        # float32: NumPy 2 rounds a Python float times a float32 scalar to
+        # float32 where numba computes it in float64; 8 steps amplify that
+        tol = 1e-3 if name == "float32" else 1e-8
+        np.testing.assert_allclose(interpreted[name], compiled[name], rtol=tol,
+                                   atol=tol / 100, err_msg=name)

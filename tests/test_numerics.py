@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numba import njit
 from naive import (
     DenseNetwork,
     dense_directions,
@@ -16,7 +17,7 @@ from naive import (
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _network
-from sklearn_ggn._activations import ACTIVATIONS, activate
+from sklearn_ggn._activations import ACTIVATIONS, activate, exp_nonpositive
 from sklearn_ggn._losses import LOSSES
 from sklearn_ggn._network import TwoLayerNetwork
 from sklearn_ggn._regularizers import REGULARIZERS
@@ -102,6 +103,46 @@ def test_activation_is_overflow_free(name, dtype):
         assert rho[0, -1] == pytest.approx(1e4) and abs(rho[0, 0]) < 1e-300 + 1e-30
     if name == "relu":
         assert drho[0, 3] == 0.0  # ρ'(0) = 0
+
+
+@njit
+def _exp_nonpositive_array(x, out):
+    for i in range(x.size):
+        out[i] = exp_nonpositive(x[i])
+
+
+def test_float32_exponential_is_within_one_ulp_and_keeps_specials():
+    # the float32 kernels' polynomial exp (SIMD): against float64's exp
+    rng = np.random.default_rng(0)
+    x = -np.concatenate([rng.exponential(10.0, 200_000), np.linspace(0, 87, 20_001),
+                         [0.0, 1e-30, 87.3, 87.34, 88.0, 103.0, 1e30, np.inf]])
+    x = np.append(x, np.nan).astype(np.float32)
+    out = np.empty_like(x)
+    _exp_nonpositive_array(x, out)
+    exact = np.exp(x.astype(np.float64))
+    normal = exact >= np.finfo(np.float32).tiny
+    ulp = np.spacing(exact[normal].astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(out[normal] - exact[normal]) / ulp) <= 1.0
+    assert np.all(out[~normal & ~np.isnan(x)] <= np.finfo(np.float32).tiny)
+    assert np.isnan(out[-1]) and out[x == 0].tolist() == [1.0, 1.0]
+    out64 = np.empty(x.shape)  # float64 is libm's exp
+    _exp_nonpositive_array(x.astype(np.float64), out64)
+    np.testing.assert_array_equal(out64, exact)
+    # called from Python (as under NUMBA_DISABLE_JIT), the same function
+    assert exp_nonpositive(x[7]) == out[7] and isinstance(out[7], np.float32)
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_float32_activation_matches_float64_to_float32_rounding(name):
+    a = np.linspace(-30, 30, 6001, dtype=np.float32).reshape(1, -1)
+    a = a[np.abs(a) > 1e-3].reshape(1, -1)  # ReLU's kink
+    rho, drho = activate(a, name)
+    rho64, drho64 = activate(a.astype(np.float64), name)
+    eps = np.finfo(np.float32).eps
+    # relative, or absolute at the scale of ρ' (O(1)): ρ'_silu = σ(1 + a σ(−a))
+    # cancels near a = −1.28 in float32 arithmetic
+    for got, ref in ((rho, rho64), (drho, drho64)):
+        np.testing.assert_allclose(got, ref, rtol=4 * eps, atol=4 * eps)
 
 
 # ------------------------------------------------------------------ regularizers
