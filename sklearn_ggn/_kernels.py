@@ -460,6 +460,11 @@ def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
     FF = Ft @ Ft.T
     for row in range(m):
         k = row // R
+        if R == 1:  # a row per sample: a SIMD pass, no index division
+            for col in range(m):
+                gram[row, col] = kappa2 * (gram[row, col] * XX[k, col]
+                                           + FF[row, col] * S[k, col])
+            continue
         for col in range(m):
             l = col // R
             gram[row, col] = kappa2 * (gram[row, col] * XX[k, l]
