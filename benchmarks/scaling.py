@@ -84,8 +84,7 @@ def _point(m, n, cfg):
            "dual_s": median(times["dual"]), "dual_all": times["dual"],
            "primal_s": median(times["primal"]) if "primal" in times else None,
            "primal_all": times.get("primal", []),
-           "model_primal_over_dual": costs["primal"][0] / costs["dual"][0],
-           "model_primal_gib": costs["primal"][1] / 2**30}
+           "model_primal_over_dual": costs["primal"] / costs["dual"]}
     if row["primal_s"] is None:
         row["faster"], row["auto_ok"], row["auto_penalty"] = "dual*", None, None
     else:

@@ -69,18 +69,16 @@ def _rule_tau(sample_weight):
 def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
     """Rows per mini-batch of ``batch_size="auto"`` for several outputs.
 
-    A step on b rows costs about ``c p`` (passes over the p parameters),
-    ``b² (d̂ + K²) n / 2`` (the Gram's row pairs) and ``(bK)³ / 3`` (its
-    Cholesky factorization): the b in ``[2, 256 // K]`` with the smallest
+    A step on b rows costs ``c p`` (passes over the p parameters) and the
+    dual system's flops (``TwoLayerNetwork.step_costs``: the Gram's row
+    pairs and its Cholesky): the b in ``[2, 256 // K]`` with the smallest
     cost per row.
     """
-    K, n = n_outputs, n_hidden
-    d_aug = n_features + int(fit_intercept)
-    p = TwoLayerNetwork(n_features, n, K, 1.0, "silu", fit_intercept).n_params
-    upper = max(2, _AUTO_BATCH_ROWS // K)
-    b = np.arange(2, upper + 1, dtype=float)
-    per_row = (_AUTO_STEP_PASSES * p / b + b * (d_aug + K * K) * n / 2.0
-               + b * b * K**3 / 3.0)
+    network = TwoLayerNetwork(n_features, n_hidden, n_outputs, 1.0, "silu",
+                              fit_intercept)
+    b = np.arange(2, max(2, _AUTO_BATCH_ROWS // n_outputs) + 1, dtype=float)
+    per_row = (_AUTO_STEP_PASSES * network.n_params
+               + network.step_costs(b)["dual"]) / b
     return int(b[np.argmin(per_row)])
 # tau="auto": the penalty weighs as much as this many samples' loss
 # (τ = c / n_samples). Chosen on 8 small data sets (issue 8 study, seeds 0-2):
@@ -647,7 +645,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         structure = self._step_structure(network.n_outputs)
         costs = network.step_costs(batch_size, **structure)
         # the forward passes and Jacobian products: ~10 passes over b × p
-        flops = min(c[0] for c in costs.values()) + 10.0 * batch_size * p
+        flops = min(costs.values()) + 10.0 * batch_size * p
         nbytes = min(_memory.estimate_solver_bytes(
             batch_size, network.n_features, network.n_hidden, network.n_outputs,
             network.fit_intercept, **structure).values())

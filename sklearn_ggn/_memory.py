@@ -137,8 +137,7 @@ def step_flops(n_samples, n_features, n_hidden, n_outputs, fit_intercept=True, *
     :meth:`TwoLayerNetwork.step_costs`, the cost model of ``"auto"``."""
     network = TwoLayerNetwork(int(n_features), int(n_hidden), int(n_outputs), 1.0,
                               "silu", bool(fit_intercept))
-    costs = network.step_costs(int(n_samples), rank=rank, per_unit=per_unit)
-    return {form: costs[form][0] for form in FORMS}
+    return network.step_costs(int(n_samples), rank=rank, per_unit=per_unit)
 
 
 # ----------------------------------------------------------- available memory

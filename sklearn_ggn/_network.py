@@ -475,41 +475,32 @@ class TwoLayerNetwork:
 
     # ------------------------------------------------------------ costs
     def step_costs(self, batch_size, rank=None, per_unit=False):
-        """Flop and memory estimates ``{"dual": (flops, bytes), "primal": ...}``.
+        """Leading flop counts of one step, ``{"dual": flops, "primal": flops}``.
 
-        Used by ``linear_solver="auto"``, the memory check and the BLAS
-        thread policy. Dual, exact step: Gram (hidden part b²·n·d̂ via GEMM,
-        or (bK)²·n·d̂ by syrk for K = 1; output part K·b²·n + b²K³) plus a
-        Cholesky of (bK)³/3. With ``rank`` R rows per sample (m = bR) and a
-        per-unit H (:meth:`rank_gram`): b²(d̂ + n) + m²(n + K) + m³/3; with R
-        rows and a diagonal H: b²·n·d̂ + m²·n + K·b²·n + m²K + m³/3. Primal:
-        the GN matrix (b·n²·(d̂² + K·(nK+K))) plus a Cholesky of p³/3.
+        The package's one cost model: ``batch_size="auto"`` of the exact step
+        (with a cost per pass over the p parameters), ``linear_solver="auto"``,
+        the BLAS thread policy and the width warning use it (memory is
+        ``_memory.estimate_solver_bytes``). Dual, exact step: the Gram's row
+        pairs, ``b²/2 · n (d̂ + K²)`` (K = 1: ``b²/2 · n d̂``, the syrk of
+        ``Z = J̃ D^{1/2}``), and its Cholesky ``(bK)³/3``. With ``rank`` R rows
+        per sample (m = bR) and a per-unit H (:meth:`rank_gram`):
+        ``b²(d̂ + n) + m²(n + K) + m³/3``; with R rows and a diagonal H:
+        ``b²·n·d̂ + m²·n + K·b²·n + m²K + m³/3``. Primal: the GN matrix
+        ``b·n²·(d̂² + K·(nK+K))`` plus a Cholesky of ``p³/3``.
         """
         b, n, K, d_aug, p = (batch_size, self.n_hidden, self.n_outputs,
                              self.d_aug, self.n_params)
+        m = b * (K if rank is None else rank)
         if rank is None and not per_unit:
-            m = b * K
-            if K == 1:
-                hidden = b * b * n * d_aug
-            else:
-                hidden = b * b * n * d_aug + b * b * K * K * n
-            dual_flops = hidden + K * b * b * n + b * b * K**3 + m**3 / 3.0
-            dual_bytes = 8.0 * (m * m + min(b * n * d_aug, _BLOCK_BYTES / 8))
+            dual = b * b * n * (d_aug + (K * K if K > 1 else 0)) / 2.0 + m**3 / 3.0
+        elif per_unit:
+            dual = b * b * (d_aug + n) + m * m * (n + K) + m**3 / 3.0
         else:
-            m = b * (K if rank is None else rank)
-            if per_unit:
-                gram = b * b * (d_aug + n) + m * m * (n + K)
-            else:
-                gram = b * b * n * d_aug + m * m * (n + K) + K * b * b * n
-            dual_flops = gram + m**3 / 3.0
-            dual_bytes = 8.0 * (3 * m * m + 2 * b * b)
+            dual = b * b * n * d_aug + m * m * (n + K) + K * b * b * n + m**3 / 3.0
         n_rest = n * K + K * self.fit_intercept
-        primal_flops = (2.0 * b * n * n * d_aug * d_aug
-                        + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
-        primal_bytes = 8.0 * (2 * p * p + b * K * n_rest
-                              + n * n * d_aug * d_aug + d_aug * n * n_rest)
-        return {"dual": (dual_flops, dual_bytes),
-                "primal": (primal_flops, primal_bytes)}
+        primal = (2.0 * b * n * n * d_aug * d_aug
+                  + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
+        return {"dual": dual, "primal": primal}
 
 
 def _apply_factor(factor, z, transpose):

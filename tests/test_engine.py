@@ -44,7 +44,7 @@ class LinearModel:
         return np.ascontiguousarray(X)
 
     def step_costs(self, batch_size):
-        return {"dual": (1.0, 1.0), "primal": (2.0, 1.0)}
+        return {"dual": 1.0, "primal": 2.0}
 
     def forward(self, theta, Xa, with_deriv=True):
         return ForwardCache(Xa, None, None, (Xa @ theta)[:, None])

@@ -231,7 +231,7 @@ class Solver:
         costs = problem.network.step_costs(min(self.batching.batch_size,
                                                problem.n_samples),
                                            **self.structure(problem))
-        return costs[self.form][0] if self.form else 0.0
+        return costs[self.form] if self.form else 0.0
 
     def _loop(self, problem, theta0, rng, callback, state, time_offset):
         theta = theta0
