@@ -192,21 +192,21 @@ def test_armijo_rejects_non_finite_trials():
 def test_step_size_rule_and_damping_resolution():
     assert AdaptiveStepSize(0.95)(0.0, 10.0) == 0.95
     assert AdaptiveStepSize(0.95)(2.0, 0.5) == pytest.approx(0.475)
-    assert resolve_damping("auto", 1e-4, full_batch=True).curvature_scale() == 1e-4
-    assert resolve_damping("auto", 1e-4, full_batch=False).curvature_scale() == 1.0
-    assert resolve_damping("auto", 0.0, full_batch=True).curvature_scale() == 1.0
-    assert resolve_damping(3.0, 1e-4, full_batch=True).curvature_scale() == 3.0
+    assert resolve_damping("auto", 1e-4, full_batch=True).value() == 1e-4
+    assert resolve_damping("auto", 1e-4, full_batch=False).value() == 1.0
+    assert resolve_damping("auto", 0.0, full_batch=True).value() == 1.0
+    assert resolve_damping(3.0, 1e-4, full_batch=True).value() == 3.0
     with pytest.raises(ValueError, match="tau=0"):
         resolve_damping("tau", 0.0, full_batch=True)
     # "adaptive" in full batch: a trust damping from max(tau, floor) down to
     # tau; with tau = 0 the constant start; "tau" ignores the start
     trust = resolve_damping("adaptive", 1e-4, True, start=0.01)
-    assert isinstance(trust, TrustDamping) and trust.curvature_scale() == 0.01
-    assert resolve_damping("adaptive", 0.05, True, start=0.01).curvature_scale() \
+    assert isinstance(trust, TrustDamping) and trust.value() == 0.01
+    assert resolve_damping("adaptive", 0.05, True, start=0.01).value() \
         == 0.05
-    assert resolve_damping("adaptive", 0.0, True, start=0.01).curvature_scale() \
+    assert resolve_damping("adaptive", 0.0, True, start=0.01).value() \
         == 0.01
-    assert resolve_damping("tau", 1e-4, True, start=0.01).curvature_scale() == 1e-4
+    assert resolve_damping("tau", 1e-4, True, start=0.01).value() == 1e-4
     assert isinstance(resolve_damping("adaptive", 1e-4, False, start=0.01),
                       AdaptiveDamping)
 
@@ -214,14 +214,14 @@ def test_step_size_rule_and_damping_resolution():
 def test_trust_damping_follows_the_line_search_down_to_tau():
     d = TrustDamping(1e-4, 0.01)
     d.update(0.9, 0.9)  # taken as proposed: / 3
-    assert d.curvature_scale() == pytest.approx(0.01 / 3)
+    assert d.value() == pytest.approx(0.01 / 3)
     d.update(0.45, 0.9)  # shortened: x 2
-    assert d.curvature_scale() == pytest.approx(0.02 / 3)
+    assert d.value() == pytest.approx(0.02 / 3)
     for _ in range(20):
         d.update(0.9, 0.9)
-    assert d.curvature_scale() == 1e-4  # never below tau
+    assert d.value() == 1e-4  # never below tau
     d.update(0.0, 0.9)  # no decrease found: raised
-    assert d.curvature_scale() == 2e-4
+    assert d.value() == 2e-4
 
 
 def test_full_batch_damping_starts_at_the_tau_rule_and_ends_at_tau():
@@ -393,7 +393,7 @@ def test_small_steps_run_on_one_blas_thread():
 
 def test_adaptive_damping_rule():
     d = AdaptiveDamping(unit=10.0, initial=0.1)
-    assert d.curvature_scale() == pytest.approx(1.0)  # H ≈ λ near θ = 0
+    assert d.value() == pytest.approx(1.0)  # H ≈ λ near θ = 0
     assert d.accept(1.4, 1.0) and d.lam == 0.1  # decays, not below the floor
     assert not d.accept(1.6, 1.0) and d.lam == pytest.approx(0.3)  # undo, ×3
     assert d.accept(1.0, 1.0) and d.lam == pytest.approx(0.3 * 0.995)

@@ -703,7 +703,7 @@ def run_compiled_epoch(arguments, damping, theta, batches, state):
                  float(damping.step_decay), float(damping.reject_ratio), 0.0)
     else:
         lam, n_rejected = 0.0, 0
-        rules = (0.0, 1.0, 1.0, 1.0, 1.0, float(damping.curvature_scale()))
+        rules = (0.0, 1.0, 1.0, 1.0, 1.0, float(damping.value()))
     rules = (arguments["step_size"], arguments["line_search"], arguments["armijo"],
              adaptive, rules)
     initial = (np.nan if state.initial_objective is None

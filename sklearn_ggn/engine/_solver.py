@@ -469,7 +469,7 @@ class GGNScoreSolver(Solver):
                               problem.network.n_outputs)
 
     def step(self, problem, theta, batch, current):
-        damping = self.damping.curvature_scale()
+        damping = self.damping.value()
         # float32 fits: the dual step runs in float32 (with mixed-precision
         # refinement when its error estimate asks, see Linearization); the
         # primal form's cost is its p × p factorization, so it is simply

@@ -46,25 +46,25 @@ def armijo_holds(trial, objective, c, alpha, slope):
 
 
 class FixedDamping:
-    """A constant curvature scale: ``H = c · ḡ''(θ)``.
+    """A constant damping: ``H = λ_H ḡ''(θ)``.
 
-    ``c = τ`` is the paper's ``H = ∇²g`` ("exact"), ``c = 1`` the authors'
-    code.
+    ``λ_H = τ`` is the paper's ``H = ∇²g`` ("exact"), ``λ_H = 1`` the
+    authors' code.
 
     Parameters
     ----------
-    scale : float
-        ``c > 0``.
+    lam : float
+        ``λ_H > 0``.
     """
 
     adaptive = False
 
-    def __init__(self, scale):
-        self.scale = float(scale)
+    def __init__(self, lam):
+        self.lam = float(lam)
 
-    def curvature_scale(self):
+    def value(self):
         """The ``λ_H`` of the next step."""
-        return self.scale
+        return self.lam
 
     def update(self, alpha, proposed):
         """Nothing to adapt after a step."""
@@ -111,7 +111,7 @@ class TrustDamping:
         self.decrease = decrease
         self.increase = increase
 
-    def curvature_scale(self):
+    def value(self):
         """The ``λ_H`` of the next step."""
         return self.lam
 
@@ -207,7 +207,7 @@ class AdaptiveDamping:
             return self.decay
         return self.decay ** (self.rows / self.reference_rows)
 
-    def curvature_scale(self):
+    def value(self):
         """The ``λ_H = λ u`` of the next step."""
         return self.lam * self.unit
 
@@ -296,7 +296,7 @@ def resolve_damping(damping, tau, full_batch, unit=1.0, structured=False,
             return AdaptiveDamping(unit)
         if tau > 0:
             return TrustDamping(tau, max(tau, start))
-        damping = start if start > 0 else AdaptiveDamping(unit).curvature_scale()
+        damping = start if start > 0 else AdaptiveDamping(unit).value()
     if damping == "auto":
         damping = "tau" if full_batch and tau > 0 else 1.0
     if damping == "tau":
