@@ -243,3 +243,18 @@ NUMBA_OPTIONS = {"cache": NUMBA_CACHE, "nogil": True, "fastmath": False,
 # deterministic for a given build (bit-for-bit reproducible fits); no
 # assumptions about NaN/inf are allowed, since divergence detection needs them.
 NUMBA_OPTIONS_REDUCTION = {**NUMBA_OPTIONS, "fastmath": {"reassoc", "contract"}}
+
+
+@functools.lru_cache(maxsize=None)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread. threadpoolctl's
+    ``threadpool_limits`` scans the process's libraries on every call (~5 ms:
+    a cost per fit and per ``partial_fit`` chunk); the scan is done once,
+    at the first fit, when NumPy's and SciPy's BLAS are loaded."""
+    return _blas_controller().limit(limits=1, user_api="blas")

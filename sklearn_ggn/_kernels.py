@@ -399,7 +399,7 @@ def structured_gram_block_kernel(M, rho, rho_d, a, u, w, D_V, D_bo, VV,
 # ------------------------------------------------ per-unit H (hessian="per_unit")
 
 
-@njit(**NUMBA_OPTIONS)
+@njit(**NUMBA_OPTIONS_REDUCTION)
 def per_unit_kernel(D, n, d_aug, K, unit_D):
     """Give every parameter of hidden unit i (its d̂ input weights and K
     output weights; ``D`` laid out as θ) the unit's mean curvature: in place,
@@ -420,7 +420,7 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
             D[p_u + i * K + c] = value
 
 
-@njit(**NUMBA_OPTIONS)
+@njit(**NUMBA_OPTIONS_REDUCTION)
 def dual_norm_kernel(g, D):
     """``sqrt(gᵀ D g)`` summed in float64: the step size's η = ‖∇g‖*_θ under
     a D other than the regularizer pass's own (the per-unit H)."""

@@ -561,7 +561,7 @@ def test_float32_stays_float32(Est, batch_size):
 def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
     """Systems of order ≥ LARGE_CHOLESKY are factorized with one BLAS thread
     (OpenBLAS's threaded potrf crashed at order 16 128); same factor."""
-    import threadpoolctl
+    from threadpoolctl import threadpool_info
 
     import sklearn_ggn.engine._linearization as solver
 
@@ -570,19 +570,28 @@ def test_large_cholesky_path_runs_on_one_blas_thread(monkeypatch):
     system = B @ B.T + 40 * np.eye(40)
     small = solver.cholesky(system)
     seen = []
-    original = threadpoolctl.threadpool_limits
+    original = solver.one_blas_thread
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("limits", args[0] if args else None))
-        return original(*args, **kwargs)
+    def spy():
+        limiter = original()
+        seen.append(1)
+        return limiter
 
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", spy)
+    factorize = np.linalg.cholesky
+
+    def threads_in_potrf(system):
+        seen.append({i["num_threads"] for i in threadpool_info()
+                     if i["user_api"] == "blas"})
+        return factorize(system)
+
+    monkeypatch.setattr(solver, "one_blas_thread", spy)
     monkeypatch.setattr(solver, "SMALL_CHOLESKY", 20)
     middle = solver.cholesky(system)  # NumPy's, on the caller's threads
     assert seen == []
     monkeypatch.setattr(solver, "LARGE_CHOLESKY", 30)
+    monkeypatch.setattr(solver.np.linalg, "cholesky", threads_in_potrf)
     large = solver.cholesky(system)
-    assert seen == [1]
+    assert seen == [1, {1}]
     for L in (middle, large):
         np.testing.assert_allclose(L, small, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(L @ L.T, system, rtol=1e-12)

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import get_lapack_funcs
 
+from .._config import one_blas_thread
 from .._kernels import cholesky_solve_kernel
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
@@ -85,9 +86,7 @@ def cholesky(system):
         # 16 128 on a 2-core machine (15 000 passed); one thread passed. Large
         # systems (in practice only a forced linear_solver="primal") are
         # therefore factorized with one BLAS thread.
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return np.linalg.cholesky(system)
     except np.linalg.LinAlgError as exc:
         raise StepFailure(

@@ -6,9 +6,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .. import _memory
+from .._config import one_blas_thread
 from ._compiled import compiled_epoch_arguments, run_compiled_epoch
 from ._linearization import StepFailure
 from ._strategies import grew
@@ -223,7 +223,7 @@ class Solver:
         state = SolverState() if state is None else state
         self.prepare(problem, state)
         small = self.step_flops(problem) < SMALL_STEP_FLOPS
-        with threadpool_limits(limits=1, user_api="blas") if small else nullcontext():
+        with one_blas_thread() if small else nullcontext():
             return self._loop(problem, theta0, rng, callback, state, time_offset)
 
     def step_flops(self, problem):
