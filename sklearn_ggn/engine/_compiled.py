@@ -363,9 +363,9 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
     c = np.empty(b, dtype=theta.dtype)
     coefficients = False
     if not single:
-        lo, hi = D[0], D[0]
-        for m in range(p):
-            lo, hi = min(lo, D[m]), max(hi, D[m])
+        lo, hi = unit_D[0], unit_D[0]  # D: unit_D per unit, then D_bo
+        for value in np.concatenate((unit_D, D[p_u + n * K:])):
+            lo, hi = min(lo, value), max(hi, value)
         if (1.0 + gershgorin) * math.sqrt(hi / lo) <= REFINE_CANCELLATION:
             coefficients = coefficients_kernel(f, e, c)
     contraction = np.finfo(np.float32).eps * gershgorin if single else 0.0
