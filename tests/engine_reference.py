@@ -44,7 +44,10 @@ float32 rounding of X and of the returned weights); nothing else changed.
 Rewritten (same machine) when float32 kernels began taking exponentials by
 a SIMD polynomial (within 1 ulp) instead of libm's ``expf``:
 ``clf_float32_minibatch`` moved by 1.7e-7 of its largest value, nothing
-else changed (float64 keeps libm's exp).
+else changed (float64 keeps libm's exp). The stored signature names the
+CPU numba compiles for as well as the BLAS kernel since the passes over the
+parameters became re-associated (SIMD partial sums, whose order depends on
+the target's vector width); the values did not change.
 """
 
 import warnings
@@ -162,13 +165,17 @@ def fit_config(name):
 
 
 def blas_signature():
-    """The BLAS library and kernel that produced the numbers."""
+    """The BLAS library and kernel that produced the numbers, and the CPU
+    numba compiles for (its re-associated sums split by the target's SIMD
+    width)."""
+    import llvmlite.binding as llvm
     import numpy  # noqa: F401  (loads the BLAS threadpool_info reports)
 
     info = [i for i in threadpool_info() if i["user_api"] == "blas"]
     # sorted: threadpoolctl lists the libraries in the order they were loaded
     return ";".join(sorted(f"{i['internal_api']}-{i['version']}-"
-                           f"{i.get('architecture')}" for i in info))
+                           f"{i.get('architecture')}" for i in info)
+                    + [f"numba-{llvm.get_host_cpu_name()}"])
 
 
 if __name__ == "__main__":

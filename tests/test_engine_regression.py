@@ -16,10 +16,11 @@ def test_engine_reproduces_stored_fits(name):
     for key, value in fitted.items():
         stored = REFERENCE[f"{name}/{key}"]
         if key == "counts" or SAME_BLAS:
-            # same BLAS kernel, one thread: bit for bit
+            # same BLAS kernel and numba target CPU, one thread: bit for bit
             np.testing.assert_array_equal(value, stored, err_msg=f"{name}/{key}")
         elif "float32" in name:
-            # another BLAS kernel sums in another order. A float32 fit's
+            # another BLAS kernel (or SIMD width of numba's re-associated
+            # sums) sums in another order. A float32 fit's
             # round-off grows over its steps: the stored float32 fits are
             # themselves 2e-5 to 1.4e-4 (of their largest weight) from the
             # same fits in float64 (engine_reference.py), and on an AMD EPYC
