@@ -103,6 +103,22 @@ def _sigmoids(F, Y, s, e, a, parts):
 
 
 @njit(**NUMBA_OPTIONS)
+def _softmax_terms(F, k, out):
+    """``out[c] = exp(F_kc − max F_k)`` (a SIMD loop in float32) and
+    ``(max F_k, Σ_c out[c])``, the sum in float64 in the order of c."""
+    K = F.shape[1]
+    top = F[k, 0]
+    for c in range(1, K):
+        top = max(top, F[k, c])
+    for c in range(K):
+        out[c] = exp_nonpositive(F[k, c] - top)
+    total = 0.0
+    for c in range(K):
+        total += out[c]
+    return top, total
+
+
+@njit(**NUMBA_OPTIONS)
 def log_loss_fn(F, Y, s, e, a, u, w, parts):
     """Softmax cross-entropy ``ℓ = log Σ_c exp(F_c) − F_y`` (K ≥ 2), with
     ``A = sqrt(s) (diag(sqrt π) − π sqrt(π)ᵀ)`` (uses Σ π = 1); the sigmoid's
@@ -113,14 +129,7 @@ def log_loss_fn(F, Y, s, e, a, u, w, parts):
     total = 0.0
     ex = np.empty(K, dtype=F.dtype)
     for k in range(b):
-        top = F[k, 0]
-        for c in range(1, K):
-            top = max(top, F[k, c])
-        for c in range(K):  # apart from the sum: a SIMD loop in float32
-            ex[c] = exp_nonpositive(F[k, c] - top)
-        total_exp = 0.0
-        for c in range(K):
-            total_exp += ex[c]
+        top, total_exp = _softmax_terms(F, k, ex)
         if not parts:
             dot = 0.0
             for c in range(K):
@@ -236,17 +245,11 @@ def true_vs_rest_kernel(F, Y, s):
     f = np.empty((b, K), dtype=F.dtype)
     prob = np.empty(K)
     for k in range(b):
-        top = F[k, 0]
         y = 0
         for c in range(1, K):
-            top = max(top, F[k, c])
             if Y[k, c] > Y[k, y]:
                 y = c
-        for c in range(K):
-            prob[c] = exp_nonpositive(F[k, c] - top)
-        total_exp = 0.0
-        for c in range(K):
-            total_exp += prob[c]
+        total_exp = _softmax_terms(F, k, prob)[1]
         q = 0.0  # 1 − π_y without its cancellation
         for c in range(K):
             prob[c] /= total_exp

@@ -364,7 +364,7 @@ def _unit_direction(theta, Xb, Yb, s, rho, rho_d, F, net, fn, reduced,
     coefficients = False
     if not single:
         lo, hi = unit_D[0], unit_D[0]  # D: unit_D per unit, then D_bo
-        for value in np.concatenate((unit_D, D[p_u + n * K:])):
+        for value in np.concatenate((unit_D, D_bo)):
             lo, hi = min(lo, value), max(hi, value)
         if (1.0 + gershgorin) * math.sqrt(hi / lo) <= REFINE_CANCELLATION:
             coefficients = coefficients_kernel(f, e, c)
