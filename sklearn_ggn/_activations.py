@@ -13,12 +13,6 @@ from numba.extending import intrinsic, overload
 
 from ._config import NUMBA_OPTIONS
 
-# Integer codes: numba kernels branch on a code instead of receiving callables,
-# which keeps one compiled signature per dtype.
-ACTIVATIONS = {"silu": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "softplus": 4,
-               "identity": 5}
-
-
 # ------------------------------------------------ exp of a non-positive number
 # libm's exp is a call per element, which keeps LLVM from vectorizing a loop.
 # In float32 the exponential is the Cephes polynomial (Cody-Waite reduction,
@@ -84,53 +78,79 @@ def _sigmoid_pair(a, one):
     return small, big
 
 
+# One kernel per activation, ``kernel(pre, out, out_deriv, with_deriv)``:
+# ρ(pre) into ``out`` and, if ``with_deriv``, ρ'(pre) into ``out_deriv``
+# (flat arrays of pre's dtype; one exponential per element). A fit compiles
+# only its own activation's loop.
 @njit(**NUMBA_OPTIONS)
-def _activate_kernel(pre, code, out, out_deriv, with_deriv):
-    """Write ρ(pre) into ``out`` and, if ``with_deriv``, ρ'(pre) into ``out_deriv``
-    (flat arrays; one loop per activation, one exponential per element)."""
-    size = pre.size
+def _silu(pre, out, out_deriv, with_deriv):
+    """silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))."""
     one = pre.dtype.type(1.0)
-    if code == 0:  # silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))
-        for r in range(size):
-            a = pre[r]
-            s, s_neg = _sigmoid_pair(a, one)
-            out[r] = a * s
-            if with_deriv:
-                out_deriv[r] = s * (one + a * s_neg)
-    elif code == 1:  # relu; ρ'(0) = 0
-        for r in range(size):
-            a = pre[r]
-            positive = a > 0
-            out[r] = a if positive else 0.0
-            if with_deriv:
-                out_deriv[r] = 1.0 if positive else 0.0
-    elif code == 2:  # tanh; ρ' = 1/cosh² (keeps relative accuracy in
-        # the tails, where 1 − tanh² rounds to 0; cosh → inf gives 0)
-        for r in range(size):
-            a = pre[r]
-            out[r] = math.tanh(a)
-            if with_deriv:
-                ch = math.cosh(a)
-                out_deriv[r] = 1.0 / (ch * ch)
-    elif code == 3:  # sigmoid; ρ' = σ(a) σ(−a)
-        for r in range(size):
-            s, s_neg = _sigmoid_pair(pre[r], one)
-            out[r] = s
-            if with_deriv:
-                out_deriv[r] = s * s_neg
-    elif code == 4:  # softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)
-        for r in range(size):
-            a = pre[r]
-            e = math.exp(-abs(a))
-            out[r] = max(a, 0.0) + math.log1p(e)
-            if with_deriv:
-                big = 1.0 / (1.0 + e)
-                out_deriv[r] = big if a >= 0 else e * big
-    else:  # identity; ρ' = 1
-        for r in range(size):
-            out[r] = pre[r]
-            if with_deriv:
-                out_deriv[r] = 1.0
+    for r in range(pre.size):
+        a = pre[r]
+        s, s_neg = _sigmoid_pair(a, one)
+        out[r] = a * s
+        if with_deriv:
+            out_deriv[r] = s * (one + a * s_neg)
+
+
+@njit(**NUMBA_OPTIONS)
+def _relu(pre, out, out_deriv, with_deriv):
+    """relu; ρ'(0) = 0."""
+    for r in range(pre.size):
+        a = pre[r]
+        positive = a > 0
+        out[r] = a if positive else 0.0
+        if with_deriv:
+            out_deriv[r] = 1.0 if positive else 0.0
+
+
+@njit(**NUMBA_OPTIONS)
+def _tanh(pre, out, out_deriv, with_deriv):
+    """tanh; ρ' = 1/cosh² (keeps relative accuracy in the tails, where
+    1 − tanh² rounds to 0; cosh → inf gives 0)."""
+    for r in range(pre.size):
+        a = pre[r]
+        out[r] = math.tanh(a)
+        if with_deriv:
+            ch = math.cosh(a)
+            out_deriv[r] = 1.0 / (ch * ch)
+
+
+@njit(**NUMBA_OPTIONS)
+def _sigmoid(pre, out, out_deriv, with_deriv):
+    """sigmoid; ρ' = σ(a) σ(−a)."""
+    one = pre.dtype.type(1.0)
+    for r in range(pre.size):
+        s, s_neg = _sigmoid_pair(pre[r], one)
+        out[r] = s
+        if with_deriv:
+            out_deriv[r] = s * s_neg
+
+
+@njit(**NUMBA_OPTIONS)
+def _softplus(pre, out, out_deriv, with_deriv):
+    """softplus: max(a, 0) + log1p(exp(−|a|)); ρ' = σ(a)."""
+    for r in range(pre.size):
+        a = pre[r]
+        e = math.exp(-abs(a))
+        out[r] = max(a, 0.0) + math.log1p(e)
+        if with_deriv:
+            big = 1.0 / (1.0 + e)
+            out_deriv[r] = big if a >= 0 else e * big
+
+
+@njit(**NUMBA_OPTIONS)
+def _identity(pre, out, out_deriv, with_deriv):
+    """identity; ρ' = 1."""
+    for r in range(pre.size):
+        out[r] = pre[r]
+        if with_deriv:
+            out_deriv[r] = 1.0
+
+
+ACTIVATIONS = {"silu": _silu, "relu": _relu, "tanh": _tanh, "sigmoid": _sigmoid,
+               "softplus": _softplus, "identity": _identity}
 
 
 def activate(pre, activation, with_deriv=True):
@@ -155,6 +175,6 @@ def activate(pre, activation, with_deriv=True):
     pre = np.ascontiguousarray(pre)
     out = np.empty_like(pre)
     out_deriv = np.empty_like(pre) if with_deriv else np.empty(0, pre.dtype)
-    _activate_kernel(pre.reshape(-1), ACTIVATIONS[activation], out.reshape(-1),
-                     out_deriv.reshape(-1), with_deriv)
+    ACTIVATIONS[activation](pre.reshape(-1), out.reshape(-1),
+                            out_deriv.reshape(-1), with_deriv)
     return out, (out_deriv if with_deriv else None)

@@ -17,7 +17,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _config
 from ._activations import ACTIVATIONS
-from ._kernels import normalized_weights_kernel
+from ._kernels import normalized_weights
 from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
 from ._tau import select_tau
@@ -29,7 +29,6 @@ from .engine import (
     GradientDescentSolver,
     NoImprovement,
     Problem,
-    compiled_structure,
     resolve_damping,
     step_structure,
 )
@@ -43,12 +42,6 @@ except ImportError:  # pragma: no cover - older scikit-learn
 # batch_size="auto": full batch while the dual system b·K stays this small.
 _AUTO_FULL_BATCH_ROWS = 1024
 _AUTO_BATCH_ROWS = 256
-# ... and for several outputs, mini-batches of the b that minimizes a step's
-# cost per row (see _auto_batch_rows), with this weight on the per-step
-# passes over all p parameters, fitted to the measured cost of a compiled
-# epoch on letter, avila, pendigits and MNIST (optima b = 3-4, 5-8, 5-8 and
-# 16-25 rows; issue 8 study).
-_AUTO_STEP_PASSES = 290.0
 # ... and for the structured step (hessian="per_unit"), whose Gram costs
 # b²(d̂ + n) and whose kernel system has one row per sample (true-vs-rest
 # curvature): this many rows per batch (docs/defaults.rst).
@@ -66,20 +59,6 @@ def _rule_tau(sample_weight):
     return min(_AUTO_TAU_MAX, _AUTO_TAU_SAMPLES / float(np.sum(sample_weight)))
 
 
-def _auto_batch_rows(n_features, n_hidden, n_outputs, fit_intercept):
-    """Rows per mini-batch of ``batch_size="auto"`` for several outputs.
-
-    A step on b rows costs ``c p`` (passes over the p parameters) and the
-    dual system's flops (``TwoLayerNetwork.step_costs``: the Gram's row
-    pairs and its Cholesky): the b in ``[2, 256 // K]`` with the smallest
-    cost per row.
-    """
-    network = TwoLayerNetwork(n_features, n_hidden, n_outputs, 1.0, "silu",
-                              fit_intercept)
-    b = np.arange(2, max(2, _AUTO_BATCH_ROWS // n_outputs) + 1, dtype=float)
-    per_row = (_AUTO_STEP_PASSES * network.n_params
-               + network.step_costs(b)["dual"]) / b
-    return int(b[np.argmin(per_row)])
 # tau="auto": the penalty weighs as much as this many samples' loss
 # (τ = c / n_samples). Chosen on 8 small data sets (issue 8 study, seeds 0-2):
 # c = 5-10 put all of them within 0.01 of scikit-learn's MLP or above it
@@ -359,8 +338,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                              dtype=self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
-    def _resolve_batch_size(self, n_samples, n_features, n_outputs,
-                            incremental=False, dtype=np.float64, sparse=False):
+    def _resolve_batch_size(self, n_samples, n_outputs, incremental=False):
         if self.batch_size is None:
             return n_samples
         if self.batch_size == "auto":
@@ -380,16 +358,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
                     and not incremental):
                 return n_samples
-            # the cost rule models the compiled step
-            compiled = not sparse and compiled_structure(
-                self._step_structure(n_outputs), n_outputs, dtype) is not None
-            if n_outputs == 1 or not compiled:
-                # one output, or a multi-output fit on the NumPy route (whose
-                # steps pay ~0.7 ms of interpreter each): the batches of 256
-                # rows (all outputs together)
-                return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
-            return min(n_samples, _auto_batch_rows(n_features, self.n_hidden,
-                                                   n_outputs, self.fit_intercept))
+            # the exact step: batches of 256 rows, all outputs together
+            return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
         if self.batch_size > n_samples:
             warnings.warn(f"batch_size={self.batch_size} is larger than the "
                           f"{n_samples} training samples; using a full batch.")
@@ -569,8 +539,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "initial weights and the curvature of the steps assume inputs "
                 "of unit scale: standardize them, e.g. with StandardScaler in "
                 "a Pipeline.", UserWarning)
-        batch_size = self._resolve_batch_size(X.shape[0], X.shape[1], Y.shape[1],
-                                              incremental, X.dtype, sp.issparse(X))
+        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1], incremental)
         # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,
         # where batch_size="auto" keeps full batches) computes in float64:
         # its steps solve the kernel system to convergence, where float32
@@ -849,7 +818,7 @@ class _Monitor:
         if validation is not None:
             X_val, Y_val, sw_val = validation
             self.validation = (network.augment(X_val), Y_val, sw_val,
-                               normalized_weights_kernel(sw_val)[0])
+                               normalized_weights(sw_val)[0])
             for key in ("validation_risk", "validation_score"):
                 records.history.setdefault(key, [])
         self.context = None

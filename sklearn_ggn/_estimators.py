@@ -149,11 +149,9 @@ _SHARED_PARAMETERS = """
         the squared-error regressor, which chooses τ by generalized
         cross-validation in full batch), else 128 samples per batch. With the exact step
         (``hessian="diagonal"``): full batch while
-        ``n_samples · n_outputs ≤ 1024``; otherwise 256 samples for one
-        output, and for K ≥ 2 outputs the size in ``[2, 256 // K]`` with the
-        smallest modeled cost per row (e.g. 4 for 26 classes and 16
-        features, 20 for 10 classes and 784 features; see the user guide;
-        ``256 // K`` for float32 or sparse X, whose steps run in Python).
+        ``n_samples · n_outputs ≤ 1024``; otherwise ``256 // K`` samples for
+        K outputs (256 for one output), all outputs' rows of the kernel
+        system together.
         ``partial_fit``, which sees chunks of a larger data set, always takes
         these mini-batches. The size used is ``batch_size_``.
 

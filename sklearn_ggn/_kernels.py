@@ -20,21 +20,39 @@ GEMM per row block) instead of K² times as an explicit Jacobian would.
 import numpy as np
 from numba import njit
 
-from ._activations import _activate_kernel
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
 
 
 @njit(**NUMBA_OPTIONS)
-def normalized_weights_kernel(w):
-    """``(s, Σ w)``: a batch's sample weights normalized to ``s = w / Σ w``
-    (in w's dtype) and their total, summed in order in float64; ``w``
-    itself when the total is not positive."""
+def normalized_weights_kernel(w, s):
+    """A batch's sample weights normalized, ``s = w / Σ w`` (in w's dtype),
+    written into ``s``; returns their total, summed in order in float64
+    (``s`` is left as it is when the total is not positive)."""
     total = 0.0
     for v in w:
         total += v
-    if total <= 0:
-        return w.copy(), total
-    return w / w.dtype.type(total), total
+    if total > 0:
+        scale = w.dtype.type(total)
+        for k in range(w.size):
+            s[k] = w[k] / scale
+    return total
+
+
+def all_finite(x):
+    """Whether every entry of an array is finite: ``x·x`` (one BLAS pass) is
+    finite exactly when no entry is inf or NaN, unless it overflows, when
+    the entries are checked one by one."""
+    flat = x.reshape(-1)
+    return bool(np.isfinite(flat @ flat)) or bool(np.isfinite(flat).all())
+
+
+def normalized_weights(w):
+    """``(s, Σ w)``: a batch's weights normalized to ``s = w / Σ w`` (in w's
+    dtype; a copy of ``w`` when the total is not positive) and their total,
+    summed in order in float64."""
+    w = np.ascontiguousarray(w)
+    s = w.copy()
+    return s, normalized_weights_kernel(w, s)
 
 
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
@@ -377,25 +395,6 @@ def outer_products_kernel(V):
     return VV
 
 
-@njit(**NUMBA_OPTIONS)
-def structured_gram_block_kernel(M, rho, rho_d, a, u, w, D_V, D_bo, VV,
-                                 kappa2, k0, k1, gram):
-    """Rows ``k0 ≤ k < k1`` of the Gram ``J̃ D J̃ᵀ`` for the structured
-    factor, from ``M[(k, l), i] = Σ_j x_kj D_U[i, j] x_lj`` (dense or sparse
-    rows; overwritten): the pairs' hidden weights ``κ² ρ'_ki ρ'_li M``, their
-    plain blocks ``· VV`` (one GEMM), the output part ``κ² Σ_i ρ_ki ρ_li
-    D_V[i, c] + D_bo[c]`` (``D_bo`` empty without output bias), then A per
-    pair (:func:`factor_transform_kernel`)."""
-    pair_hidden_weights_kernel(rho_d, k0, k1, kappa2, M)
-    S = pair_products_kernel(rho, k0, k1) @ D_V
-    S *= kappa2
-    if D_bo.size:
-        for r in range(S.shape[0]):
-            for c in range(S.shape[1]):
-                S[r, c] += D_bo[c]
-    factor_transform_kernel(M @ VV, S, a, u, w, k0, k1, gram)
-
-
 # ------------------------------------------------ per-unit H (hessian="per_unit")
 
 
@@ -431,33 +430,15 @@ def dual_norm_kernel(g, D):
 
 
 @njit(**NUMBA_OPTIONS)
-def rank_sensitivities_kernel(F, V, rho_d):
-    """``W[k, r, i] = ρ'_ki (V F_k)[i, r]`` (b × R × n) for a factor F of
-    shape (b, K, R): one GEMM."""
-    b, K, R = F.shape
-    Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape((b * R, K))
-    W = (Ft @ V.T).reshape((b, R, V.shape[0]))
-    for k in range(b):
-        for r in range(R):
-            W[k, r] *= rho_d[k]
-    return W
+def unit_gram_combine_kernel(gram, XX, FF, S, kappa2, R):
+    """The dual Gram under a per-unit H from its GEMMs, in place:
 
+        ``G = κ² (W diag(uD) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1) + κ² (FᵀF) ∘ (ρ diag(uD) ρᵀ ⊗ 1)``
 
-@njit(**NUMBA_OPTIONS)
-def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
-    """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) under a per-unit H:
-
-        ``G = κ² (W diag(uD) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1) + κ² (FᵀF) ∘ (ρ diag(uD) ρᵀ ⊗ 1)
-        + Fᵀ diag(D_bo) F``
-
-    with ``W`` (bR × n) the sensitivities ``ρ'_k ∘ (V F_k)``, ``XX = X̂X̂ᵀ``
-    (b × b, from dense or sparse rows), ``Ft`` (bR × K) the factor's columns
-    and ``D_bo`` empty without output bias: four GEMMs,
-    ``(bR)²(n + K) + b²(d̂ + n)`` flops, never ``b²·n·d̂``."""
-    m = W.shape[0]
-    gram = (W * unit_D) @ W.T
-    S = (rho * unit_D) @ rho.T
-    FF = Ft @ Ft.T
+    with ``gram = W diag(uD) Wᵀ`` (bR × bR) on entry, ``XX = X̂X̂ᵀ`` and
+    ``S = ρ diag(uD) ρᵀ`` (b × b), ``FF = FᵀF`` (bR × bR); R rows per
+    sample (``TwoLayerNetwork.rank_gram`` adds the output bias's part)."""
+    m = gram.shape[0]
     for row in range(m):
         k = row // R
         if R == 1:  # a row per sample: a SIMD pass, no index division
@@ -469,43 +450,6 @@ def unit_gram_kernel(W, unit_D, XX, rho, Ft, D_bo, kappa2, R):
             l = col // R
             gram[row, col] = kappa2 * (gram[row, col] * XX[k, l]
                                        + FF[row, col] * S[k, l])
-    if D_bo.size:
-        gram += (Ft * D_bo) @ Ft.T
-    return gram
-
-
-# ------------------------------------------------ the network's own pieces
-# The forward pass after X̂Ûᵀ and the backward pass but for X̂ᵀ(·): the NumPy
-# route (TwoLayerNetwork) and the compiled step (engine/_compiled.py) call
-# these; dense and sparse inputs differ only in the products with X̂.
-
-
-@njit(**NUMBA_OPTIONS)
-def outputs_kernel(pre, V, b_o, kappa, act, with_deriv):
-    """``(ρ(pre), ρ'(pre), Φ = κ ρ V + b_o)`` (ρ' empty without derivatives:
-    an output aliasing ρ would keep the loop from SIMD; ``b_o`` empty
-    without output bias), in pre's dtype."""
-    b, n = pre.shape
-    rho = np.empty((b, n), dtype=pre.dtype)
-    rho_d = np.empty((b, n) if with_deriv else (0, 0), dtype=pre.dtype)
-    _activate_kernel(np.ascontiguousarray(pre).reshape(b * n), act,
-                     rho.reshape(b * n), rho_d.reshape(rho_d.size), with_deriv)
-    F = rho @ V
-    F *= pre.dtype.type(kappa)
-    if b_o.size:
-        F += b_o
-    return rho, rho_d, F
-
-
-@njit(**NUMBA_OPTIONS)
-def output_part_kernel(rho, dV, db_o, kappa):
-    """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
-    weights and bias of a direction (``db_o`` empty without output bias)."""
-    raw = rho @ dV
-    raw *= rho.dtype.type(kappa)
-    if db_o.size:
-        raw += db_o
-    return raw
 
 
 @njit(**NUMBA_OPTIONS)
@@ -534,35 +478,3 @@ def dense_factor_kernel(a, u, w):
                 A[k, e, c] = -u[k, e] * w[k, c]
             A[k, e, e] += a[k, e]
     return A
-
-
-@njit(**NUMBA_OPTIONS)
-def hidden_error_kernel(e, V, rho_d, kappa):
-    """The hidden layer's error of the gradient ``Jᵀ e``:
-    ``κ ρ' ∘ (e Vᵀ)`` (b × n), one GEMM."""
-    hidden = e @ V.T
-    hidden *= rho_d
-    hidden *= e.dtype.type(kappa)
-    return hidden
-
-
-@njit(**NUMBA_OPTIONS)
-def backpropagate_kernel(hidden, z, Xa, rho, d_aug, kappa, fit_intercept, out):
-    """``out = [hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]`` (flat, θ's layout) for the
-    hidden layer's error ``hidden`` (b × n) and the output-space vector
-    ``z`` (b × K). An ``Xa`` without its d̂ columns (sparse inputs: b × 0)
-    leaves the hidden weights' block to the caller."""
-    b, n = hidden.shape
-    K = z.shape[1]
-    p_u = n * d_aug
-    if Xa.shape[1] == d_aug:
-        np.dot(hidden.T, Xa, out[:p_u].reshape((n, d_aug)))
-    gV = out[p_u:p_u + n * K].reshape((n, K))
-    np.dot(rho.T, z, gV)
-    gV *= rho.dtype.type(kappa)
-    if fit_intercept:
-        for c in range(K):
-            acc = z.dtype.type(0)
-            for k in range(b):
-                acc += z[k, c]
-            out[p_u + n * K + c] = acc

@@ -23,9 +23,7 @@ import math
 
 import numba
 import numpy as np
-from numba import njit, types
-from numba.core.types import WrapperAddressProtocol
-from numba.experimental.function_type import _get_wrapper_address
+from numba import njit
 from scipy.special import expit, xlogy
 
 from ._activations import exp_nonpositive
@@ -39,10 +37,9 @@ from ._kernels import dense_factor_kernel
 # (summed in float64); with ``parts`` True it writes the residual
 # ``e_k = s_k ∂ℓ/∂F_k`` and the curvature factor's parts
 # ``A_k = diag(a_k) − u_k w_kᵀ`` (u and w arrive zeroed) and returns 0.
-# :func:`register_loss` makes the function a loss: the kernels below, the
-# NumPy methods of the loss classes and the compiled step
-# (engine/_compiled.py) call it through a first-class function
-# (:class:`LossFunction`), so that one compiled kernel serves every loss.
+# :func:`register_loss` makes the function a loss; the step calls it from
+# Python on arrays it allocates, so a loss compiles only its own loop, once
+# per dtype, on first use.
 
 
 @njit(**NUMBA_OPTIONS)
@@ -182,58 +179,6 @@ def poisson_fn(F, Y, s, e, a, u, w, parts):
             e[k, c] = (mean - Y[k, c]) * (s[k] / K)
             a[k, c] = math.sqrt(mean * (s[k] / K))
     return total
-
-
-class LossFunction(WrapperAddressProtocol):
-    """A loss's batch function as a numba first-class function of one dtype.
-
-    Passed to a compiled kernel it is typed by its signature alone, so one
-    compilation (cached on disk) serves every loss; called from Python it
-    runs the function itself (also under ``NUMBA_DISABLE_JIT=1``).
-    """
-
-    def __init__(self, function, dtype):
-        self.function = function
-        scalar = numba.from_dtype(np.dtype(dtype))
-        matrix = scalar[:, ::1]
-        self.sig = types.float64(matrix, matrix, scalar[::1], matrix, matrix,
-                                 matrix, matrix, types.boolean)
-        self._numba_type_ = types.FunctionType(self.sig)  # typeof's fast path
-        self._address = None
-
-    def __wrapper_address__(self):
-        if self._address is None:
-            self._address = _get_wrapper_address(self.function, self.sig)
-        return self._address
-
-    def signature(self):
-        return self.sig
-
-    def __call__(self, *args):
-        return self.function(*args)
-
-    def __reduce__(self):  # by function and dtype: an address is per process
-        return LossFunction, (self.function, self.sig.args[2].dtype.name)
-
-
-@njit(**NUMBA_OPTIONS)
-def risk_kernel(F, Y, s, fn):
-    """``R = Σ_k s_k ℓ(F_k, Y_k)``, summed in float64."""
-    none = np.empty((0, 0), dtype=F.dtype)
-    return fn(F, Y, s, none, none, none, none, False)
-
-
-@njit(**NUMBA_OPTIONS)
-def residual_parts_kernel(F, Y, s, fn):
-    """``e = ∂R/∂Φ`` and the parts of the curvature factor
-    ``A_k = diag(a_k) − u_k w_kᵀ`` (``Q_k = A_k A_kᵀ``), in F's dtype."""
-    b, K = F.shape
-    e = np.empty((b, K), dtype=F.dtype)
-    a = np.empty((b, K), dtype=F.dtype)
-    u = np.zeros((b, K), dtype=F.dtype)
-    w = np.zeros((b, K), dtype=F.dtype)
-    fn(F, Y, s, e, a, u, w, True)
-    return e, a, u, w
 
 
 @njit(**NUMBA_OPTIONS)
@@ -389,23 +334,20 @@ class _FactoredLoss:
 
     fn = None
 
-    def kernel(self, dtype):
-        """The loss's function as the kernels' first-class function for
-        ``dtype`` (one object per function and dtype)."""
-        key = (type(self).fn, np.dtype(dtype))
-        if key not in _LOSS_FUNCTIONS:
-            _LOSS_FUNCTIONS[key] = LossFunction(type(self).fn, dtype)
-        return _LOSS_FUNCTIONS[key]
-
     def risk(self, F, Y, s):
         """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
         F, Y, s = _kernel_arrays(F, Y, s)
-        return float(risk_kernel(F, Y, s, self.kernel(F.dtype)))
+        none = np.empty((0, 0), dtype=F.dtype)
+        return float(type(self).fn(F, Y, s, none, none, none, none, False))
 
     def residual_and_parts(self, F, Y, s):
         """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
         F, Y, s = _kernel_arrays(F, Y, s)
-        e, a, u, w = residual_parts_kernel(F, Y, s, self.kernel(F.dtype))
+        e = np.empty_like(F)
+        a = np.empty_like(F)
+        u = np.zeros_like(F)
+        w = np.zeros_like(F)
+        type(self).fn(F, Y, s, e, a, u, w, True)
         return e, FactorParts(a, u, w)
 
     def residual_and_factor(self, F, Y, s):
@@ -544,7 +486,6 @@ class MultilabelLogLoss(_FactoredLoss):
         return expit(F)
 
 
-_LOSS_FUNCTIONS = {}
 LOSSES = {}
 
 
@@ -575,7 +516,7 @@ def register_loss(name, fn, cls=None):
     cls : type
         The loss class, registered in :data:`LOSSES`: a
         :class:`~sklearn_ggn.engine.Problem` built with an instance of it
-        runs on the NumPy route and on the compiled step alike.
+        takes the same step as the built-in losses.
 
     Examples
     --------

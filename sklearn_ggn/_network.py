@@ -26,25 +26,21 @@ import scipy.sparse as sp
 from ._activations import ACTIVATIONS
 from ._kernels import (
     apply_parts_kernel,
-    backpropagate_kernel,
-    hidden_error_kernel,
-    output_part_kernel,
-    outputs_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
+    factor_transform_kernel,
     hidden_gram_combine_kernel,
     outer_products_kernel,
     output_gram_kernel,
+    pair_hidden_weights_kernel,
     per_unit_kernel,
-    rank_sensitivities_kernel,
     pair_products_kernel,
     scaled_hidden_jacobian_kernel,
     sparse_pair_products_kernel,
     sparse_rows_times_transposed_kernel,
     sparse_transposed_rows_times_kernel,
-    structured_gram_block_kernel,
     structured_sensitivities_kernel,
-    unit_gram_kernel,
+    unit_gram_combine_kernel,
 )
 from ._losses import FactorParts, RankFactor
 
@@ -146,9 +142,11 @@ class TwoLayerNetwork:
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
         _, V, b_o = self.unpack(theta)
         pre = self.pre_activations(theta, Xa)
-        rho, rho_d, outputs = outputs_kernel(
-            pre, _as(V, pre.dtype), _bias(b_o, pre.dtype), self.kappa,
-            ACTIVATIONS[self.activation], with_deriv)
+        rho = np.empty_like(pre)
+        rho_d = np.empty_like(pre) if with_deriv else np.empty(0, pre.dtype)
+        ACTIVATIONS[self.activation](pre.reshape(-1), rho.reshape(-1),
+                                     rho_d.reshape(-1), with_deriv)
+        outputs = self._output_part(rho, V, b_o)
         return ForwardCache(Xa, rho, rho_d if with_deriv else None, outputs)
 
     # ------------------------------------------------------------ Jacobian
@@ -179,15 +177,17 @@ class TwoLayerNetwork:
         out = np.empty((b, K), dtype=dpre.dtype)
         contract_hidden_kernel(W, dpre, self.kappa, out)
         # κ ρ δV + δb_o lives in raw output space: map through A_kᵀ.
-        out += _apply_factor(factor, self._output_part(cache, dV, db_o), True)
+        out += _apply_factor(factor, self._output_part(cache.rho, dV, db_o), True)
         return out
 
-    def _output_part(self, cache, dV, db_o):
-        """``κ ρ δV + δb_o`` (b × K): the outputs' change from the output
-        weights and bias."""
-        dtype = np.result_type(cache.rho, dV)
-        return output_part_kernel(_as(cache.rho, dtype), _as(dV, dtype),
-                                  _bias(db_o, dtype), self.kappa)
+    def _output_part(self, rho, V, b_o):
+        """``κ ρ V + b_o`` (b × K): the outputs of the hidden activations
+        ``ρ``, or their change from a direction's output weights and bias."""
+        out = rho @ _as(V, rho.dtype)
+        out *= self.kappa
+        if b_o is not None:
+            out += b_o
+        return out
 
     def vjp(self, theta, cache, W, factor, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
@@ -208,23 +208,31 @@ class TwoLayerNetwork:
         _, V, _ = self.unpack(theta)
         dtype = cache.rho.dtype
         e = _as(residual, dtype)
-        return self._backpropagate(cache, hidden_error_kernel(
-            e, _as(V, dtype), _as(cache.rho_d, dtype), self.kappa), e)
+        hidden = e @ _as(V, dtype).T
+        hidden *= cache.rho_d
+        hidden *= self.kappa
+        return self._backpropagate(cache, hidden, e)
 
     def _backpropagate(self, cache, hidden, z):
         """θ-space vector from the hidden layer's error ``hidden`` (b × n) and
         the output-space vector ``z`` (b × K): ``[hiddenᵀ X̂, κ ρᵀ z, Σ_k z_k]``."""
         dtype = cache.rho.dtype
+        n, K, d_aug = self.n_hidden, self.n_outputs, self.d_aug
+        p_u = self.n_hidden_params
         grad = np.empty(self.n_params, dtype=dtype)
+        hidden, z = _as(hidden, dtype), _as(z, dtype)
         Xa = cache.Xa
-        sparse = sp.issparse(Xa)
-        backpropagate_kernel(_as(hidden, dtype), _as(z, dtype),
-                             np.empty((Xa.shape[0], 0), dtype) if sparse
-                             else _as(Xa, dtype), cache.rho, self.d_aug,
-                             self.kappa, self.fit_intercept, grad)
-        if sparse:
+        if sp.issparse(Xa):
             sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                                hidden, self.unpack(grad)[0])
+                                                hidden,
+                                                grad[:p_u].reshape(n, d_aug))
+        else:
+            np.dot(hidden.T, _as(Xa, dtype), out=grad[:p_u].reshape(n, d_aug))
+        gV = grad[p_u:p_u + n * K].reshape(n, K)
+        np.dot(cache.rho.T, z, out=gV)
+        gV *= self.kappa
+        if self.fit_intercept:
+            np.sum(z, axis=0, out=grad[p_u + n * K:])
         return grad
 
     # ------------------------------------------------------------ Gram
@@ -256,11 +264,17 @@ class TwoLayerNetwork:
         # (sparse K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense)
         _, V, _ = self.unpack(theta)
         VV = outer_products_kernel(V)
-        D_bo = D_bo if D_bo is not None else np.empty(0, dtype=D_V.dtype)
         for k0, k1, M in self._pair_products(cache.Xa, D_U, block):
-            structured_gram_block_kernel(
-                M, cache.rho, cache.rho_d, factor.a, factor.u, factor.w,
-                np.ascontiguousarray(D_V), D_bo, VV, kappa2, k0, k1, gram)
+            # the pairs' hidden weights κ² ρ'_ki ρ'_li M_i[k, l], their plain
+            # K × K blocks (one GEMM with VV), the output part
+            # κ² Σ_i ρ_ki ρ_li D_V[i, c] + D_bo[c], then A per pair
+            pair_hidden_weights_kernel(cache.rho_d, k0, k1, kappa2, M)
+            S = pair_products_kernel(cache.rho, k0, k1) @ D_V
+            S *= kappa2
+            if D_bo is not None:
+                S += D_bo
+            factor_transform_kernel(M @ VV, S, factor.a, factor.u, factor.w, k0,
+                                    k1, gram)
         return gram
 
     def _gram_single_output(self, cache, W, factor, D_U, D_V, D_bo):
@@ -307,8 +321,11 @@ class TwoLayerNetwork:
         """``W[k, r, i] = ρ'(a_ki) (V F_k)[i, r]`` of shape (b, R, n)."""
         _, V, _ = self.unpack(theta)
         dtype = cache.rho_d.dtype
-        return rank_sensitivities_kernel(_as(F, dtype), _as(V, dtype),
-                                         cache.rho_d)
+        b, K, R = F.shape
+        Ft = np.ascontiguousarray(np.asarray(F, dtype).transpose(0, 2, 1))
+        W = (Ft.reshape(b * R, K) @ _as(V, dtype).T).reshape(b, R, self.n_hidden)
+        W *= cache.rho_d[:, None, :]
+        return W
 
     def output_jvp(self, theta, cache, direction):
         """The plain ``J v`` of shape (b, K): the outputs' first-order change."""
@@ -318,7 +335,7 @@ class TwoLayerNetwork:
         hidden *= cache.rho_d
         out = hidden @ V
         out *= self.kappa
-        out += self._output_part(cache, dV, db_o)
+        out += self._output_part(cache.rho, dV, db_o)
         return out
 
     def rank_jvp(self, theta, cache, F, direction):
@@ -352,10 +369,14 @@ class TwoLayerNetwork:
         Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape(b * R, K)
         Xa = cache.Xa
         if unit_D is not None:
-            D_bo = np.empty(0, dtype) if D_bo is None else np.ascontiguousarray(D_bo)
-            return unit_gram_kernel(np.ascontiguousarray(W).reshape(b * R, n),
-                                    np.ascontiguousarray(unit_D), _inner_products(Xa),
-                                    cache.rho, Ft, D_bo, kappa2, R)
+            W2 = np.ascontiguousarray(W).reshape(b * R, n)
+            gram = (W2 * unit_D) @ W2.T
+            S = (cache.rho * unit_D) @ cache.rho.T
+            unit_gram_combine_kernel(gram, _inner_products(Xa), Ft @ Ft.T, S,
+                                     kappa2, R)
+            if D_bo is not None:
+                gram += (Ft * D_bo) @ Ft.T
+            return gram
         sparse = sp.issparse(Xa)
         itemsize = np.dtype(dtype).itemsize
         per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
@@ -516,11 +537,6 @@ def _as(a, dtype):
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def _bias(b_o, dtype):
-    """The output bias, or an empty array without one (the kernels' form)."""
-    return np.empty(0, dtype) if b_o is None else _as(b_o, dtype)
-
-
 def _dense(factor):
     """The dense curvature factor (b, K, R), C-contiguous."""
     if isinstance(factor, FactorParts):
@@ -544,7 +560,10 @@ def _inner_products(Xa):
 def _times_transposed(Xa, W):
     """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
     if not sp.issparse(Xa):
-        return Xa @ W.T
+        # W (a view into θ) made C-contiguous in its transposed layout: the
+        # product with a transposed operand ran 1.7x slower (128 × 65 by
+        # 65 × 100) than the copy and a plain GEMM together
+        return Xa @ np.ascontiguousarray(W.T)
     out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
                                                                      W.dtype))
     sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,

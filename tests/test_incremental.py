@@ -94,8 +94,6 @@ def test_incremental_matches_fit_statistically_with_adaptive_damping(client):
 def test_partial_fit_auto_batch_size_is_the_fits_mini_batch():
     """batch_size="auto" in partial_fit: the mini-batches of a fit whatever
     the chunk's size (a full-batch step per chunk would be another method)."""
-    from sklearn_ggn._base import _auto_batch_rows
-
     rng = np.random.default_rng(0)
     X = rng.standard_normal((600, 4))
     with warnings.catch_warnings():
@@ -110,9 +108,8 @@ def test_partial_fit_auto_batch_size_is_the_fits_mini_batch():
     # the default step: batches of 128 rows whatever K (600 = 4 × 128 + 88,
     # the last one kept: at least half a batch)
     assert reg.t_ == clf.t_ == 5
-    # the exact step: the cost rule for K = 4 outputs
-    rows = _auto_batch_rows(4, 8, 4, True)
-    assert 2 <= rows <= 256 // 4
+    # the exact step: 256 // K rows for K = 4 outputs
+    rows = 256 // 4
     # every batch of `rows`, a short last one merged
     rest = 600 % rows
     n_batches = 600 // rows + (rest > 0) - (0 < rest < rows / 2)

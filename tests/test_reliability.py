@@ -73,7 +73,6 @@ def _raising_cholesky(monkeypatch, exc):
     def boom(*args, **kwargs):
         raise exc
 
-    import sklearn_ggn.engine._compiled as _compiled
     import sklearn_ggn.engine._linearization as linearization
 
     monkeypatch.setattr(np.linalg, "cholesky", boom)
@@ -81,8 +80,6 @@ def _raising_cholesky(monkeypatch, exc):
     monkeypatch.setattr(scipy.linalg, "cho_factor", boom)
     # small systems call LAPACK's potrf directly
     monkeypatch.setattr(linearization, "get_lapack_funcs", boom)
-    # multi-output mini-batch epochs factorize inside the compiled epoch
-    monkeypatch.setattr(_compiled, "minibatch_epoch", boom)
 
 
 ESTIMATORS = [

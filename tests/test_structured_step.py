@@ -212,54 +212,28 @@ def test_stalled_epochs_end_a_fit_only_without_early_stopping():
     assert epochs == {True: 2, False: 6}
 
 
-def test_batch_rule_and_compiled_epoch_follow_the_steps_structure():
+def test_batch_rule_follows_the_steps_structure():
     """The structured batches (128 rows, full batch up to 512 or 1024) only
     for one row of the kernel system per sample; a step whose structure is
     the exact one (curvature changes nothing for multi-output squared error)
-    keeps the exact rule and the compiled epoch."""
+    keeps the exact rule, 256 // K rows."""
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
-    from sklearn_ggn._base import _auto_batch_rows
 
     reg = GGNScoreRegressor()
-    assert reg._resolve_batch_size(5000, 10, 1) == 128
-    assert reg._resolve_batch_size(900, 10, 1) == 900  # GCV in full batch
+    assert reg._resolve_batch_size(5000, 1) == 128
+    assert reg._resolve_batch_size(900, 1) == 900  # GCV in full batch
     # 20 outputs under the per-unit H: 20 rows per sample, the exact rule
     assert reg._step_structure(20) == {"rank": 20, "per_unit": True}
-    assert reg._resolve_batch_size(5000, 10, 20) == max(1, 256 // 20)
+    assert reg._resolve_batch_size(5000, 20) == max(1, 256 // 20)
     clf = GGNScoreClassifier()
     clf._multilabel = False
-    assert clf._resolve_batch_size(900, 10, 5) == 128
-    assert clf._resolve_batch_size(500, 10, 5) == 500
+    assert clf._resolve_batch_size(900, 5) == 128
+    assert clf._resolve_batch_size(500, 5) == 500
     exact = GGNScoreRegressor(hessian="diagonal")
     assert exact._step_structure(3) == {}
-    assert exact._resolve_batch_size(5000, 10, 3) == _auto_batch_rows(10, 100, 3,
-                                                                      True)
+    assert exact._resolve_batch_size(5000, 3) == 256 // 3
     gd = GGNScoreClassifier(solver="gd")
     assert gd._step_structure(5) == {}
-    # the compiled epoch runs for that exact structure
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((300, 4))
-    Y = rng.standard_normal((300, 3))
-    import sklearn_ggn.engine._solver as solver_module
-
-    seen = []
-    original = solver_module.run_compiled_epoch
-
-    def spy(*args, **kwargs):
-        seen.append(1)
-        return original(*args, **kwargs)
-
-    solver_module.run_compiled_epoch = spy
-    try:
-        GGNScoreRegressor(hessian="diagonal", n_hidden=6, batch_size=16,
-                          max_iter=1, random_state=0).fit(X, Y)
-        assert seen
-        seen.clear()
-        GGNScoreRegressor(n_hidden=6, batch_size=16, max_iter=1,
-                          random_state=0).fit(X, Y)
-        assert not seen  # the per-unit H runs in the Python loop
-    finally:
-        solver_module.run_compiled_epoch = original
 
 
 def test_an_adapted_damping_carries_over_only_under_the_same_rules():

@@ -27,7 +27,6 @@ numba kernels below them are private and may change without notice.
 from .._losses import LOSSES, register_loss
 from .._network import ForwardCache, TwoLayerNetwork
 from .._regularizers import REGULARIZERS
-from ._compiled import compiled_structure
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
 from ._solver import (
@@ -74,7 +73,6 @@ __all__ = [
     "TwoLayerNetwork",
     "choose_linear_solver",
     "cholesky",
-    "compiled_structure",
     "register_loss",
     "resolve_damping",
     "step_structure",

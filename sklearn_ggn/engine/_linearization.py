@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.linalg import get_lapack_funcs
 
 from .._config import one_blas_thread
-from .._kernels import cholesky_solve_kernel
+from .._kernels import all_finite, cholesky_solve_kernel
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 
@@ -65,7 +65,7 @@ def cholesky(system):
         When the system has non-finite entries or is not numerically positive
         definite.
     """
-    if not np.all(np.isfinite(system)):
+    if not all_finite(system):
         raise StepFailure("the Gauss-Newton system has non-finite entries")
     try:
         if system.shape[0] <= SMALL_CHOLESKY:
@@ -409,6 +409,6 @@ class Linearization:
 
 
 def _finite(direction):
-    if not np.all(np.isfinite(direction)):
+    if not all_finite(direction):
         raise StepFailure("the Gauss-Newton direction is not finite")
     return direction

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels import dual_norm_kernel, normalized_weights_kernel
+from .._kernels import dual_norm_kernel, normalized_weights
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
@@ -111,7 +111,7 @@ class Problem:
         """The :class:`Batch` of rows ``idx`` (all rows when None), or None
         when their weights sum to zero."""
         w = self.sample_weight if idx is None else self.sample_weight[idx]
-        s, w_sum = normalized_weights_kernel(np.ascontiguousarray(w))
+        s, w_sum = normalized_weights(w)
         if w_sum <= 0:
             return None
         if idx is None:

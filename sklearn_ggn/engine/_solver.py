@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _memory
 from .._config import one_blas_thread
-from ._compiled import compiled_epoch_arguments, run_compiled_epoch
+from .._kernels import all_finite
 from ._linearization import StepFailure
 from ._strategies import grew
 
@@ -183,9 +183,6 @@ class Solver:
     """
 
     form = None
-    # constant arguments of the compiled epoch, when the solver has one
-    # (GGNScoreSolver.prepare)
-    _compiled = None
     # False: the adaptive damping's stalled epochs raise the damping but do
     # not end the fit (early stopping on a validation score decides: a fit
     # still improving its validation score does not stop)
@@ -291,7 +288,7 @@ class Solver:
     # ---------------------------------------------------------- the loop
     def _check(self, objective, theta, state):
         """Raise :class:`StepFailure` when the fit diverges."""
-        if not np.isfinite(objective) or not np.all(np.isfinite(theta)):
+        if not np.isfinite(objective) or not all_finite(theta):
             raise StepFailure("non-finite objective or parameters")
         if state.initial_objective is None:
             state.initial_objective = objective
@@ -324,27 +321,17 @@ class Solver:
         keys = ("objective", "risk", "step_size", "damping")
         damping = getattr(self, "damping", None)
         batches = self.batching.epoch(problem.n_samples, rng)
-        if self._compiled is not None:
-            status, message, theta, sums, weight_total = run_compiled_epoch(
-                self._compiled, damping, theta, batches, state)
-            if status:
-                raise StepFailure(message)
-            # Python floats, as the loop's (and its ZeroDivisionError when
-            # every batch has zero weight)
-            sums = dict(zip(keys, map(float, sums)))
-            weight_total = float(weight_total)
-        else:
-            theta, sums, weight_total = self._python_epoch(problem, theta, batches,
-                                                           state, damping, keys)
+        theta, sums, weight_total = self._epoch_steps(problem, theta, batches,
+                                                       state, damping, keys)
         record = {k: sums[k] / weight_total for k in keys[:3]}
         self._add_damping(record, sums["damping"] / weight_total)
         if damping is not None and self.epochs_are_passes:
             damping.end_epoch(record["objective"], len(batches))
         return theta, record
 
-    def _python_epoch(self, problem, theta, batches, state, damping, keys):
-        """The steps of one epoch in Python: ``(θ, weighted sums of keys,
-        total batch weight)``."""
+    def _epoch_steps(self, problem, theta, batches, state, damping, keys):
+        """The steps of one epoch: ``(θ, weighted sums of keys, total batch
+        weight)``."""
         sums = dict.fromkeys(keys, 0.0)
         weight_total = 0.0
         last = None
@@ -362,7 +349,7 @@ class Solver:
                     current = problem.evaluate(theta, batch)
             self._check(current.objective, theta, state)
             step = self.step(problem, theta, batch, current)
-            if not np.all(np.isfinite(step.theta)):
+            if not all_finite(step.theta):
                 raise StepFailure("non-finite parameters")
             previous = theta
             theta = step.theta
@@ -417,14 +404,6 @@ class GGNScoreSolver(Solver):
         for the batch size (:func:`choose_linear_solver`).
     batching, max_iter, stopping, epochs_are_passes
         See :class:`Solver`.
-    compiled : bool, default=True
-        Run the mini-batch steps as compiled code (``engine/_compiled.py``:
-        the same step up to round-off, without the interpreter between the
-        small steps) where its ``supports`` allows: dense data, the dual
-        form, the structured step in float32 or float64 or the exact step
-        with several outputs in float64, the built-in losses,
-        regularizers, network and strategies. False always takes the NumPy
-        route (``Problem.linearize``, ``Linearization.direction``).
     curvature : {"exact", "true_vs_rest"}, default="exact"
         The output curvature Q of every step (``Problem.linearize``).
     hessian : {"diagonal", "per_unit"}, default="diagonal"
@@ -432,14 +411,13 @@ class GGNScoreSolver(Solver):
     """
 
     def __init__(self, damping, step_size, line_search, linear_solver, batching,
-                 max_iter, stopping=None, epochs_are_passes=True, compiled=True,
+                 max_iter, stopping=None, epochs_are_passes=True,
                  curvature="exact", hessian="diagonal"):
         super().__init__(batching, max_iter, stopping, epochs_are_passes)
         self.damping = damping
         self.step_size = step_size
         self.line_search = line_search
         self.linear_solver = linear_solver
-        self.compiled = compiled
         self.curvature = curvature
         self.hessian = hessian
 
@@ -462,7 +440,6 @@ class GGNScoreSolver(Solver):
         self.form = choose_linear_solver(
             problem.network, min(self.batching.batch_size, problem.n_samples),
             self.linear_solver, problem.dtype.itemsize, **self.structure(problem))
-        self._compiled = compiled_epoch_arguments(self, problem)
 
     def structure(self, problem):
         return step_structure(self.curvature, self.hessian, problem.loss,
