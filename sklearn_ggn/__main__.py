@@ -282,8 +282,8 @@ def main(argv=None):
     cached = _config.kernels_cached()
     _config._first_compile_noted = True  # (said here instead)
     if not cached:
-        print("Compiling the numba kernels (no on-disk cache yet: about "
-              "30-90 s, once).", flush=True)
+        print("Compiling the numba kernels (no on-disk cache yet: a few "
+              "seconds, once).", flush=True)
     limits = None
     if args.blas_threads > 0:
         limits = threadpool_limits(limits=args.blas_threads, user_api="blas")

@@ -202,14 +202,14 @@ def kernels_cached():
 
 
 # The first fit of a process says once that it compiles, when it does: a
-# first compile takes 30-90 s and would otherwise look like a hang. Not a
+# first compile takes a few seconds and would otherwise look like a hang. Not a
 # warning (a cold cache is no problem, and ``-W error`` or pytest's
 # filterwarnings=error must not fail on it): a record of the "sklearn_ggn"
 # logger at INFO level when the application configured logging, otherwise
 # one line on stderr.
 _first_compile_noted = False
 COMPILE_NOTE = ("sklearn_ggn: compiling the numba kernels on this first use "
-                "(about 30-90 s, once; cached on disk afterwards).")
+                "(a few seconds, once; cached on disk afterwards).")
 
 
 def note_first_compile():
