@@ -345,6 +345,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         for the squared error of the regressor; elsewhere the rule)."""
         return False
 
+    def _full_batch_regression(self):
+        """Whether ``batch_size="auto"`` keeps full batches up to
+        ``_AUTO_FULL_BATCH_ROWS`` rows with the structured step (the
+        regressor's squared error, which chooses τ by GCV there, and its
+        Huber loss)."""
+        return self._selects_tau()
+
     def _select_tau(self, network, X, Y, sample_weight, theta0, rule, rng,
                     fresh_start):
         """``(τ, tau_path_)`` of ``tau="auto"`` in full batch: the τ ≥ 1e-4 of
@@ -442,7 +449,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 # small data, else batches of _AUTO_STRUCTURED_ROWS rows; a
                 # regressor that chooses τ by GCV (in full batch) keeps full
                 # batch up to _AUTO_FULL_BATCH_ROWS
-                full = (_AUTO_FULL_BATCH_ROWS if self._selects_tau()
+                full = (_AUTO_FULL_BATCH_ROWS if self._full_batch_regression()
                         else _AUTO_STRUCTURED_FULL_BATCH_ROWS)
                 if n_samples <= full and not incremental:
                     return n_samples
