@@ -5,6 +5,8 @@ as scikit-learn estimators."""
 __version__ = "0.6.0"
 
 from ._estimators import GGNScoreClassifier, GGNScoreRegressor  # noqa: E402
+from ._onnx import register_onnx_converters  # noqa: E402
 from ._presets import paper_params  # noqa: E402
 
-__all__ = ["GGNScoreClassifier", "GGNScoreRegressor", "paper_params", "__version__"]
+__all__ = ["GGNScoreClassifier", "GGNScoreRegressor", "paper_params",
+           "register_onnx_converters", "__version__"]

@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_classifier
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
@@ -22,13 +23,17 @@ from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
 from ._tau import select_tau
 from .engine import (
+    AdaptiveDamping,
     AdaptiveStepSize,
     ArmijoLineSearch,
     Batching,
+    FixedDamping,
     GGNScoreSolver,
     GradientDescentSolver,
     NoImprovement,
     Problem,
+    SolverState,
+    TrustDamping,
     resolve_damping,
     step_structure,
 )
@@ -147,6 +152,46 @@ def _unscaled_features(X):
     return None
 
 
+# The damping strategies a fitted estimator may carry in its solver state,
+# by the name its plain-dict form records.
+_DAMPING_STRATEGIES = {cls.__name__: cls for cls in
+                       (AdaptiveDamping, FixedDamping, TrustDamping)}
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds (other values as they
+    are)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _solver_state_to_dict(state):
+    """:class:`SolverState` as a dict of numbers, strings and None (the
+    damping strategy as its class name and attributes)."""
+    plain = {name: _plain(getattr(state, name)) for name in
+             ("initial_objective", "best_objective", "n_iter", "n_steps")}
+    damping = state.damping
+    if damping is not None:
+        if type(damping).__name__ not in _DAMPING_STRATEGIES:
+            raise TypeError(f"cannot store the damping strategy "
+                            f"{type(damping).__name__} as a plain dict")
+        damping = {"strategy": type(damping).__name__,
+                   "attributes": {k: _plain(v) for k, v in vars(damping).items()}}
+    plain["damping"] = damping
+    return plain
+
+
+def _solver_state_from_dict(plain):
+    """The :class:`SolverState` stored by :func:`_solver_state_to_dict`."""
+    plain = dict(plain)
+    damping = plain.pop("damping", None)
+    if damping is not None:
+        strategy = _DAMPING_STRATEGIES[damping["strategy"]]
+        restored = strategy.__new__(strategy)
+        restored.__dict__.update(damping["attributes"])
+        damping = restored
+    return SolverState(damping=damping, **plain)
+
+
 def _kappa(scaling, n_hidden):
     if scaling == "ntk":
         return 1.0 / np.sqrt(n_hidden)
@@ -191,6 +236,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "store_initial_weights": ["boolean"],
         "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
+        "scoring": [str, callable, None],
     }
 
     @abstractmethod
@@ -199,7 +245,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
                  warm_start, verbose, store_initial_weights, curvature="auto",
-                 hessian="auto"):
+                 hessian="auto", scoring=None):
         self.n_hidden = n_hidden
         self.activation = activation
         self.scaling = scaling
@@ -226,6 +272,25 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         self.store_initial_weights = store_initial_weights
         self.curvature = curvature
         self.hessian = hessian
+        self.scoring = scoring
+
+    # ---------------------------------------------------------- persistence
+    def __getstate__(self):
+        """The state for pickle and ``skops.io``: the solver's state carried
+        to the next warm start or ``partial_fit`` (``_solver_state``) as a
+        plain dict of numbers and strings, so that a ``skops`` file of a
+        fitted estimator names no type but the estimator's own class."""
+        state = super().__getstate__()
+        solver_state = state.get("_solver_state")
+        if isinstance(solver_state, SolverState):
+            state = dict(state, _solver_state=_solver_state_to_dict(solver_state))
+        return state
+
+    def __setstate__(self, state):
+        solver_state = state.get("_solver_state")
+        if isinstance(solver_state, dict):
+            state = dict(state, _solver_state=_solver_state_from_dict(solver_state))
+        super().__setstate__(state)
 
     # ---------------------------------------------------------------- hooks
     @abstractmethod
@@ -249,10 +314,22 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """
         return Y, {}
 
+    def _class_sample_weight(self, Y):
+        """Per-row factors of the sample weights from ``class_weight``, or
+        None (the regressor; a classifier without class weights)."""
+        return None
+
     def _selects_tau(self):
         """Whether ``tau="auto"`` is chosen by GCV in full batch (validated
         for the squared error of the regressor; elsewhere the rule)."""
         return False
+
+    def _full_batch_regression(self):
+        """Whether ``batch_size="auto"`` keeps full batches up to
+        ``_AUTO_FULL_BATCH_ROWS`` rows with the structured step (the
+        regressor's squared error, which chooses τ by GCV there, and its
+        Huber loss)."""
+        return self._selects_tau()
 
     def _select_tau(self, network, X, Y, sample_weight, theta0, rule, rng,
                     fresh_start):
@@ -350,7 +427,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 # small data, else batches of _AUTO_STRUCTURED_ROWS rows; a
                 # regressor that chooses τ by GCV (in full batch) keeps full
                 # batch up to _AUTO_FULL_BATCH_ROWS
-                full = (_AUTO_FULL_BATCH_ROWS if self._selects_tau()
+                full = (_AUTO_FULL_BATCH_ROWS if self._full_batch_regression()
                         else _AUTO_STRUCTURED_FULL_BATCH_ROWS)
                 if n_samples <= full and not incremental:
                     return n_samples
@@ -463,6 +540,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         ).astype(np.float64, copy=False)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
+        # class weights multiply the sample weights, before the split and the
+        # normalization (as compute_sample_weight's weights passed as
+        # sample_weight would)
+        class_factor = self._class_sample_weight(Y)
+        if class_factor is not None:
+            sample_weight = sample_weight * class_factor
+        if isinstance(self.scoring, str) and self.scoring != "loss":
+            check_scoring(self, self.scoring)  # an unknown name fails here
 
         # The generator is copied, not advanced in place, so that a failed
         # partial_fit leaves the estimator's stream where it was.
@@ -490,6 +575,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # stopping a held-out split (stratified for classifiers).
         early_stopping = self.early_stopping and not incremental
         validation = None
+        validation_labels = None  # y of the validation rows, as given
         if X_val is not None:
             X_val, Y_val = self._validate_input(X_val, y_val, reset=False)
             Y_val = self._encode_targets(Y_val, None, keep=True,
@@ -498,6 +584,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
                                           ensure_non_negative=True)
             validation = (X_val, Y_val, sw_val)
+            validation_labels = y_val
         elif early_stopping:
             stratify = Y.argmax(axis=1) if is_classifier(self) else None
             if stratify is not None and Y.shape[1] == 1:
@@ -519,6 +606,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             )
             validation = (X[idx_val], Y[idx_val], sample_weight[idx_val])
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
+            validation_labels = np.asarray(y)[idx_val]
             y = np.asarray(y)[idx_train]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
@@ -557,7 +645,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         X, Y, sample_weight, theta0 = (a.astype(work, copy=False) for a in
                                        (X, Y, sample_weight, theta0))
         if validation is not None:
+            scorer = self._validation_scorer(validation, validation_labels,
+                                             target_attributes, dtype)
             validation = tuple(a.astype(work, copy=False) for a in validation)
+            validation = validation + (scorer,)
         tau_path = None
         if self.tau != "auto":
             tau = float(self.tau)
@@ -603,6 +694,40 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._check_learned(problem, result, unscaled, x_max, penalty0,
                                 theta0, theta)
         return self
+
+    def _validation_scorer(self, validation, labels, target_attributes, dtype):
+        """The validation score of ``scoring``: a function of
+        ``(network, θ, outputs, risk, Y_val, sw_val)`` (the validation rows'
+        network outputs and risk in training units).
+
+        ``None``: the estimator's ``score`` (accuracy, R²) from the outputs;
+        ``"loss"``: minus the validation risk; a scorer name or callable:
+        called as ``scorer(estimator, X_val, y_val)`` on a copy of the
+        estimator that holds the current weights (with
+        ``sample_weight=sw_val`` when the validation rows are weighted).
+        """
+        if self.scoring is None:
+            return lambda network, theta, outputs, risk, Y, sw: \
+                self._score_outputs(outputs, Y, sw)
+        if self.scoring == "loss":
+            return lambda network, theta, outputs, risk, Y, sw: -risk
+        scorer = check_scoring(self, self.scoring)
+        X_val, _, sw_val = validation
+        weighted = not np.all(sw_val == 1)
+        # the copy predicts from arrays (X_val is validated): without
+        # feature names, it does not warn about them
+        current = copy.copy(self)
+        current.__dict__.pop("feature_names_in_", None)
+        current.__dict__.update(target_attributes)
+
+        def score(network, theta, outputs, risk, Y, sw):
+            for name, value in self._weights(network, theta, dtype).items():
+                setattr(current, name + "_", value)
+            if weighted:
+                return float(scorer(current, X_val, labels, sample_weight=sw_val))
+            return float(scorer(current, X_val, labels))
+
+        return score
 
     def _check_width(self, network, n_samples, batch_size):
         """Warn before fitting when n_hidden is absurd for the data: far more
@@ -796,6 +921,11 @@ class _Records:
                 # as MLPClassifier: None when early stopping decided
                 "best_loss_": None if early_stopping else state.best_objective,
                 "validation_scores_": self.validation_scores,
+                # the held-out risk per iteration/epoch, next to the
+                # training objective of loss_curve_
+                "validation_loss_curve_": (
+                    list(self.history["validation_risk"])
+                    if "validation_risk" in self.history else None),
                 "best_validation_score_": best_validation_score}
 
 
@@ -816,9 +946,9 @@ class _Monitor:
         self.no_improvement = 0
         self.validation = None
         if validation is not None:
-            X_val, Y_val, sw_val = validation
+            X_val, Y_val, sw_val, scorer = validation
             self.validation = (network.augment(X_val), Y_val, sw_val,
-                               normalized_weights(sw_val)[0])
+                               normalized_weights(sw_val)[0], scorer)
             for key in ("validation_risk", "validation_score"):
                 records.history.setdefault(key, [])
         self.context = None
@@ -846,11 +976,12 @@ class _Monitor:
     def __call__(self, record, theta):
         self.n_iter += 1
         if self.validation is not None:
-            Xa_val, Y_val, sw_val, s_val = self.validation
+            Xa_val, Y_val, sw_val, s_val, scorer = self.validation
             outputs = self.network.forward(theta, Xa_val, with_deriv=False).outputs
-            record["validation_risk"] = self.loss.risk(outputs, Y_val, s_val)
-            record["validation_score"] = self.estimator._score_outputs(
-                outputs, Y_val, sw_val)
+            risk = self.loss.risk(outputs, Y_val, s_val)
+            record["validation_risk"] = risk
+            record["validation_score"] = scorer(self.network, theta, outputs, risk,
+                                                Y_val, sw_val)
         self.records.append(record)
         if self.estimator.verbose:
             self._print(record)

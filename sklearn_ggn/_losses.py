@@ -182,6 +182,53 @@ def poisson_fn(F, Y, s, e, a, u, w, parts):
 
 
 @njit(**NUMBA_OPTIONS)
+def _huber(F, Y, s, e, a, parts, epsilon):
+    """Huber's loss of the residual ``r = F − y`` with threshold ε, averaged
+    over outputs: ``ℓ = (1/K) Σ_c h(r_c)``, ``h(r) = ½ r²`` for ``|r| ≤ ε``
+    and ``ε (|r| − ½ ε)`` beyond; ``e = s clip(r, −ε, ε)/K`` and
+    ``a = sqrt(s/K) 1{|r| ≤ ε}`` (the Gauss-Newton curvature ``h'' = 1``
+    inside, 0 outside: a 0/1 row weight)."""
+    b, K = F.shape
+    total = 0.0
+    for k in range(b):
+        if not parts:
+            acc = 0.0
+            for c in range(K):
+                r = abs(np.float64(F[k, c]) - Y[k, c])
+                acc += 0.5 * r * r if r <= epsilon else epsilon * (r - 0.5 * epsilon)
+            total += s[k] * (acc / K)
+            continue
+        root = math.sqrt(s[k] / K)
+        for c in range(K):
+            r = np.float64(F[k, c]) - Y[k, c]
+            e[k, c] = min(max(r, -epsilon), epsilon) * (s[k] / K)
+            a[k, c] = root if abs(r) <= epsilon else 0.0
+    return total
+
+
+# One batch function per threshold ε (a loss's function has no parameter
+# beyond the batch): a small wrapper, compiled once per ε and process, around
+# _huber, which is compiled (and cached) once.
+_HUBER_FUNCTIONS = {}
+
+
+def huber_fn(epsilon):
+    """The Huber loss's batch function for the threshold ``epsilon`` (see
+    :func:`register_loss` for the signature), one per value."""
+    epsilon = float(epsilon)
+    if epsilon not in _HUBER_FUNCTIONS:
+        def huber(F, Y, s, e, a, u, w, parts):
+            return _huber(F, Y, s, e, a, parts, epsilon)
+
+        huber.__doc__ = f"Huber's loss with threshold {epsilon!r} (see _huber)."
+        # a closure is not cached on disk: it is compiled per process
+        options = dict(NUMBA_OPTIONS, cache=False)
+        _HUBER_FUNCTIONS[epsilon] = huber if numba.config.DISABLE_JIT \
+            else njit(**options)(huber)
+    return _HUBER_FUNCTIONS[epsilon]
+
+
+@njit(**NUMBA_OPTIONS)
 def true_vs_rest_kernel(F, Y, s):
     """``e`` and the true-class-versus-rest column ``f_k`` of the softmax
     curvature (see :meth:`LogLoss.reduced_true_vs_rest`), in F's dtype."""
@@ -334,11 +381,15 @@ class _FactoredLoss:
 
     fn = None
 
+    def batch_function(self):
+        """The loss's batch function (:func:`register_loss`)."""
+        return type(self).fn
+
     def risk(self, F, Y, s):
         """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
         F, Y, s = _kernel_arrays(F, Y, s)
         none = np.empty((0, 0), dtype=F.dtype)
-        return float(type(self).fn(F, Y, s, none, none, none, none, False))
+        return float(self.batch_function()(F, Y, s, none, none, none, none, False))
 
     def residual_and_parts(self, F, Y, s):
         """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
@@ -347,7 +398,7 @@ class _FactoredLoss:
         a = np.empty_like(F)
         u = np.zeros_like(F)
         w = np.zeros_like(F)
-        type(self).fn(F, Y, s, e, a, u, w, True)
+        self.batch_function()(F, Y, s, e, a, u, w, True)
         return e, FactorParts(a, u, w)
 
     def residual_and_factor(self, F, Y, s):
@@ -486,6 +537,60 @@ class MultilabelLogLoss(_FactoredLoss):
         return expit(F)
 
 
+class HuberLoss(_FactoredLoss):
+    """Huber's loss of the residual with threshold ε, averaged over outputs.
+
+    Per sample, with ``r = F − y``,
+
+        ``ℓ = (1/K) Σ_c h(r_c)``, ``h(r) = ½ r²`` for ``|r| ≤ ε`` and
+        ``ε (|r| − ½ ε)`` beyond,
+
+    quadratic for small residuals (the squared error's) and linear for large
+    ones, so that an outlier pulls on the fit with a bounded force
+    ``ε``. ``h`` is once continuously differentiable; its Gauss-Newton
+    curvature is ``h'' = 1`` inside the threshold and 0 outside (1 at
+    ``|r| = ε``). Residual ``e_kc = s_k clip(r_kc, −ε, ε) / K``, curvature
+    ``Q_k = diag(s_k 1{|r_k| ≤ ε} / K)`` factored as
+    ``A_k = diag(sqrt(s_k / K) 1{|r_k| ≤ ε})``. The rows beyond the
+    threshold leave the curvature: the step's system stays definite by the
+    regularizer's curvature H (the damping) in the primal form and by the
+    identity of ``I + J̃ D J̃ᵀ`` in the dual form.
+
+    Parameters
+    ----------
+    epsilon : float, default=1.35
+        The threshold ε > 0, in the units the network is trained in (the
+        regressor's standardized targets).
+    """
+
+    def __init__(self, epsilon=1.35):
+        self.epsilon = float(epsilon)
+
+    def batch_function(self):
+        """The batch function of this ε (:func:`huber_fn`)."""
+        return huber_fn(self.epsilon)
+
+    def constant_risk(self, Y, s):
+        """Risk of the best constant prediction (each output's minimizer of
+        the weighted Huber risk, between its weighted median and mean)."""
+        from scipy.optimize import minimize_scalar
+
+        ones = np.ones((Y.shape[0], 1))
+        total = 0.0
+        for column in np.asarray(Y, dtype=np.float64).T:
+            column = column[:, None]
+
+            def risk(c, column=column):
+                return self.risk(c * ones, column, s)
+
+            lo, hi = float(column.min()), float(column.max())
+            if hi > lo:
+                best = minimize_scalar(risk, bounds=(lo, hi), method="bounded",
+                                       options={"xatol": 1e-10 * (hi - lo)})
+                total += min(best.fun, risk(lo), risk(hi))
+        return total / Y.shape[1]
+
+
 LOSSES = {}
 
 
@@ -555,3 +660,4 @@ register_loss("squared_error", squared_error_fn, SquaredError)
 register_loss("log_loss", log_loss_fn, LogLoss)
 register_loss("poisson", poisson_fn, PoissonLoss)
 register_loss("multilabel_log_loss", multilabel_fn, MultilabelLogLoss)
+register_loss("huber", huber_fn(1.35), HuberLoss)

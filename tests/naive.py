@@ -250,3 +250,20 @@ def dense_directions(J, Q, e, grad_g, H):
         np.eye(m + 1) + Q_aug @ J_aug @ D @ J_aug.T, e_aug
     )
     return primal, woodbury, augmented
+
+
+def naive_huber_risk(F, Y, s, epsilon):
+    """Huber's loss of r = F − Y with threshold ε, averaged over outputs."""
+    r = np.abs(F - Y)
+    h = np.where(r <= epsilon, 0.5 * r**2, epsilon * (r - 0.5 * epsilon))
+    return np.sum(s[:, None] * h) / F.shape[1]
+
+
+def naive_huber_residual_and_curvature(F, Y, s, epsilon):
+    """Stacked e (bK) and the dense diagonal Q (bK × bK) of Huber's loss:
+    h' = clip(r, −ε, ε), h'' = 1{|r| ≤ ε}."""
+    b, K = F.shape
+    r = F - Y
+    e = (s[:, None] * np.clip(r, -epsilon, epsilon) / K).ravel()
+    Q = np.diag((s[:, None] * (np.abs(r) <= epsilon) / K).ravel())
+    return e, Q
