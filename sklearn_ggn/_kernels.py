@@ -430,26 +430,27 @@ def dual_norm_kernel(g, D):
 
 
 @njit(**NUMBA_OPTIONS)
-def unit_gram_combine_kernel(gram, XX, FF, S, kappa2, R):
-    """The dual Gram under a per-unit H from its GEMMs, in place:
+def unit_gram_combine_kernel(WW, XX, FF, S, FDF, kappa2, R, gram):
+    """The dual Gram under a per-unit H from its products, into ``gram``:
 
-        ``G = κ² (W diag(uD) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1) + κ² (FᵀF) ∘ (ρ diag(uD) ρᵀ ⊗ 1)``
+        ``G = κ² (W diag(uD) Wᵀ) ∘ (X̂X̂ᵀ ⊗ 1) + κ² (FᵀF) ∘ (ρ diag(uD) ρᵀ ⊗ 1)
+        + Fᵀ diag(D_bo) F``
 
-    with ``gram = W diag(uD) Wᵀ`` (bR × bR) on entry, ``XX = X̂X̂ᵀ`` and
-    ``S = ρ diag(uD) ρᵀ`` (b × b), ``FF = FᵀF`` (bR × bR); R rows per
-    sample (``TwoLayerNetwork.rank_gram`` adds the output bias's part)."""
+    from the lower triangles of ``WW = W diag(uD) Wᵀ`` and ``FF = FᵀF``
+    (bR × bR), ``XX = X̂X̂ᵀ`` and ``S = ρ diag(uD) ρᵀ`` (b × b) and
+    ``FDF = Fᵀ diag(D_bo) F`` (bR × bR, empty without output bias); R rows
+    per sample. Both triangles of ``gram`` are written."""
     m = gram.shape[0]
+    bias = FDF.shape[0] > 0
     for row in range(m):
         k = row // R
-        if R == 1:  # a row per sample: a SIMD pass, no index division
-            for col in range(m):
-                gram[row, col] = kappa2 * (gram[row, col] * XX[k, col]
-                                           + FF[row, col] * S[k, col])
-            continue
-        for col in range(m):
+        for col in range(row + 1):
             l = col // R
-            gram[row, col] = kappa2 * (gram[row, col] * XX[k, l]
-                                       + FF[row, col] * S[k, l])
+            value = kappa2 * (WW[row, col] * XX[k, l] + FF[row, col] * S[k, l])
+            if bias:
+                value += FDF[row, col]
+            gram[row, col] = value
+            gram[col, row] = value
 
 
 @njit(**NUMBA_OPTIONS)

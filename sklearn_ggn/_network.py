@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import get_blas_funcs
 
 from ._activations import ACTIVATIONS
 from ._kernels import (
@@ -167,17 +168,21 @@ class TwoLayerNetwork:
         return W
 
     def jvp(self, theta, cache, W, factor, direction):
-        """``J̃ v`` (b × K) for a parameter-space direction ``v`` (a dense
-        factor: :meth:`rank_jvp`)."""
-        if not isinstance(factor, FactorParts):
-            return self.rank_jvp(theta, cache, _dense(factor), direction)
+        """``J̃ v`` (b × R) for a parameter-space direction ``v``, from the
+        sensitivities ``W`` (b × R × n): the hidden part
+        ``κ Σ_i W[k, r, i] (X̂ δUᵀ)_ki`` and the output part
+        ``F_kᵀ (κ ρ δV + δb_o)_k`` (``A_kᵀ`` for :class:`FactorParts`)."""
         dU, dV, db_o = self.unpack(direction)
         dpre = _times_transposed(cache.Xa, dU)  # (b, n)
-        b, K = W.shape[0], W.shape[1]
-        out = np.empty((b, K), dtype=dpre.dtype)
+        b, R = W.shape[0], W.shape[1]
+        out = np.empty((b, R), dtype=dpre.dtype)
         contract_hidden_kernel(W, dpre, self.kappa, out)
-        # κ ρ δV + δb_o lives in raw output space: map through A_kᵀ.
-        out += _apply_factor(factor, self._output_part(cache.rho, dV, db_o), True)
+        # κ ρ δV + δb_o lives in raw output space: map through the factor
+        raw = self._output_part(cache.rho, dV, db_o)
+        if isinstance(factor, FactorParts):
+            out += _apply_factor(factor, raw, True)
+        else:
+            out += np.einsum("kc,kcr->kr", raw, _dense(factor))
         return out
 
     def _output_part(self, rho, V, b_o):
@@ -190,17 +195,19 @@ class TwoLayerNetwork:
         return out
 
     def vjp(self, theta, cache, W, factor, y):
-        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K).
-
-        A dense factor takes :meth:`rank_vjp`.
-        """
-        if not isinstance(factor, FactorParts):
-            return self.rank_vjp(theta, cache, _dense(factor), y)
+        """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, R), from the
+        sensitivities ``W``: the hidden layer's error
+        ``κ Σ_r W[k, r, i] y_kr`` and the outputs' ``F_k y_k`` (``A_k y_k``
+        for :class:`FactorParts`)."""
         dtype = cache.rho.dtype
         y = np.ascontiguousarray(y, dtype=dtype)
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=dtype)
         contract_outputs_kernel(W, y, self.kappa, hidden)
-        return self._backpropagate(cache, hidden, _apply_factor(factor, y, False))
+        if isinstance(factor, FactorParts):
+            z = _apply_factor(factor, y, False)
+        else:
+            z = np.einsum("kcr,kr->kc", _dense(factor), y)
+        return self._backpropagate(cache, hidden, z)
 
     def gradient(self, theta, cache, residual):
         """Gradient of the risk, ``Jᵀ e`` (flat), from the residual ``e``:
@@ -338,15 +345,6 @@ class TwoLayerNetwork:
         out += self._output_part(cache.rho, dV, db_o)
         return out
 
-    def rank_jvp(self, theta, cache, F, direction):
-        """``J̃ v = F_kᵀ (J v)_k`` of shape (b, R)."""
-        Jv = self.output_jvp(theta, cache, direction)
-        return np.einsum("kc,kcr->kr", Jv, F)
-
-    def rank_vjp(self, theta, cache, F, y):
-        """``J̃ᵀ y = Jᵀ (F_k y_k)`` (flat) for ``y`` of shape (b, R)."""
-        return self.gradient(theta, cache, np.einsum("kcr,kr->kc", F, y))
-
     def rank_gram(self, theta, cache, W, F, D, unit_D=None):
         """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) for a rank-R factor.
 
@@ -369,13 +367,17 @@ class TwoLayerNetwork:
         Ft = np.ascontiguousarray(F.transpose(0, 2, 1)).reshape(b * R, K)
         Xa = cache.Xa
         if unit_D is not None:
+            root = np.sqrt(unit_D)
             W2 = np.ascontiguousarray(W).reshape(b * R, n)
-            gram = (W2 * unit_D) @ W2.T
-            S = (cache.rho * unit_D) @ cache.rho.T
-            unit_gram_combine_kernel(gram, _inner_products(Xa), Ft @ Ft.T, S,
-                                     kappa2, R)
-            if D_bo is not None:
-                gram += (Ft * D_bo) @ Ft.T
+            # each product of a matrix with its own transpose is a syrk
+            # (half a GEMM's flops); the combination reads their lower
+            # triangles and writes both
+            gram = np.empty((b * R, b * R), dtype=dtype)
+            unit_gram_combine_kernel(
+                _gram_lower(W2 * root), _inner_products_lower(Xa), _gram_lower(Ft),
+                _gram_lower(cache.rho * root),
+                _gram_lower(Ft * np.sqrt(D_bo)) if D_bo is not None else gram[:0],
+                kappa2, R, gram)
             return gram
         sparse = sp.issparse(Xa)
         itemsize = np.dtype(dtype).itemsize
@@ -544,6 +546,23 @@ def _dense(factor):
     if isinstance(factor, RankFactor):
         return np.ascontiguousarray(factor.F)
     return np.ascontiguousarray(factor)
+
+
+def _gram_lower(A):
+    """``A Aᵀ`` (C order) of a C-contiguous A, by BLAS syrk: only the lower
+    triangle holds values (the upper one is zero)."""
+    syrk = get_blas_funcs("syrk", (A,))
+    # A's transpose is the Fortran-order matrix that syrk(trans=1) takes
+    # without a copy; its upper triangle (Fortran order) is the lower one of
+    # the C-order view
+    return syrk(1.0, A.T, trans=1).T
+
+
+def _inner_products_lower(Xa):
+    """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or sparse X̂."""
+    if sp.issparse(Xa):
+        return _inner_products(Xa)
+    return _gram_lower(np.ascontiguousarray(Xa))
 
 
 def _inner_products(Xa):

@@ -190,14 +190,10 @@ class Linearization:
 
     def jvp(self, v):
         """``J̃ v`` of shape (b, K) (or (b, R))."""
-        if isinstance(self.factor, RankFactor):
-            return self.network.rank_jvp(self.theta, self.cache, self.factor.F, v)
         return self.network.jvp(self.theta, self.cache, self.W, self.factor, v)
 
     def vjp(self, y):
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, K) (or (b, R))."""
-        if isinstance(self.factor, RankFactor):
-            return self.network.rank_vjp(self.theta, self.cache, self.factor.F, y)
         return self.network.vjp(self.theta, self.cache, self.W, self.factor, y)
 
     def gram(self):
