@@ -60,6 +60,9 @@ CASES = [
     ("regression", GGNScoreRegressor, {"batch_size": 30, "partial": True}),
     ("regression", GGNScoreRegressor, {"damping": 1.0, "solver": "gd"}),
     ("regression_poisson", GGNScoreRegressor, {"loss": "poisson"}),
+    ("regression", GGNScoreRegressor, {"loss": "huber", "epsilon": 0.5,
+                                       "early_stopping": True,
+                                       "scoring": "neg_mean_absolute_error"}),
 ]
 
 
