@@ -150,7 +150,8 @@ _SHARED_PARAMETERS = """
         default structured step (``hessian="per_unit"``, one row of the
         kernel system per sample): full batch up to 512 samples (1024 for
         the squared-error regressor, which chooses τ by generalized
-        cross-validation in full batch, and for the Huber regressor), else 128 samples per batch. With the exact step
+        cross-validation in full batch, and for the Huber regressor), else
+        128 samples per batch. With the exact step
         (``hessian="diagonal"``): full batch while
         ``n_samples · n_outputs ≤ 1024``; otherwise ``256 // K`` samples for
         K outputs (256 for one output), all outputs' rows of the kernel

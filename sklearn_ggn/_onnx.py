@@ -62,7 +62,7 @@ def register_onnx_converters():
     >>> import numpy as np
     >>> from sklearn_ggn import GGNScoreRegressor, register_onnx_converters
     >>> X = np.random.RandomState(0).standard_normal((50, 3))
-    >>> reg = GGNScoreRegressor(n_hidden=8, max_iter=5).fit(X, X.sum(axis=1))
+    >>> reg = GGNScoreRegressor(n_hidden=8, random_state=0).fit(X, X.sum(axis=1))
     >>> register_onnx_converters()  # doctest: +SKIP
     >>> from skl2onnx import to_onnx  # doctest: +SKIP
     >>> onx = to_onnx(reg, X[:1].astype(np.float32))  # doctest: +SKIP

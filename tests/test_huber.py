@@ -190,7 +190,7 @@ def test_large_threshold_fits_as_the_squared_error(batch_size):
 def test_robust_to_outlying_targets():
     """friedman1 (600 training rows), 10 % of the training targets shifted
     by 20-40: on clean held-out rows, Huber's fit keeps its accuracy where
-    the squared error's falls (R² 0.83 against 0.67 when written)."""
+    the squared error's falls (R² 0.83 against 0.66 when written)."""
     X, y = make_friedman1(n_samples=1000, noise=0.5, random_state=0)
     X_train, y_train, X_test, y_test = X[:600], y[:600].copy(), X[600:], y[600:]
     rng = np.random.RandomState(0)

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
+from numpy.testing import assert_array_equal
 from sklearn.datasets import (
     make_classification,
     make_multilabel_classification,
@@ -60,6 +60,9 @@ CASES = [
     ("regression", GGNScoreRegressor, {"batch_size": 30, "partial": True}),
     ("regression", GGNScoreRegressor, {"damping": 1.0, "solver": "gd"}),
     ("regression_poisson", GGNScoreRegressor, {"loss": "poisson"}),
+    ("regression", GGNScoreRegressor, {"loss": "huber", "epsilon": 0.5,
+                                       "early_stopping": True,
+                                       "scoring": "neg_mean_absolute_error"}),
 ]
 
 
@@ -93,7 +96,7 @@ def test_skops_round_trip_trusts_only_the_estimator(kind, cls, params):
     assert sio.get_untrusted_types(data=data) == TRUSTED[cls]
     loaded = sio.loads(data, trusted=TRUSTED[cls])
     assert type(loaded) is cls
-    for got, expected in zip(_outputs(loaded, X), _outputs(est, X)):
+    for got, expected in zip(_outputs(loaded, X), _outputs(est, X), strict=True):
         assert_array_equal(got, expected)
     assert_array_equal(loaded.loss_curve_, est.loss_curve_)
     assert type(loaded._solver_state) is type(est._solver_state)
