@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import get_blas_funcs
+from scipy.linalg.blas import dsyrk, ssyrk
 
 from ._activations import ACTIVATIONS
 from ._kernels import (
@@ -548,10 +548,13 @@ def _dense(factor):
     return np.ascontiguousarray(factor)
 
 
+_SYRK = {"d": dsyrk, "f": ssyrk}
+
+
 def _gram_lower(A):
     """``A Aᵀ`` (C order) of a C-contiguous A, by BLAS syrk: only the lower
     triangle holds values (the upper one is zero)."""
-    syrk = get_blas_funcs("syrk", (A,))
+    syrk = _SYRK[A.dtype.char]
     # A's transpose is the Fortran-order matrix that syrk(trans=1) takes
     # without a copy; its upper triangle (Fortran order) is the lower one of
     # the C-order view

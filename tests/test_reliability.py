@@ -79,7 +79,7 @@ def _raising_cholesky(monkeypatch, exc):
     monkeypatch.setattr(scipy.linalg, "cholesky", boom)
     monkeypatch.setattr(scipy.linalg, "cho_factor", boom)
     # small systems call LAPACK's potrf directly
-    monkeypatch.setattr(linearization, "get_lapack_funcs", boom)
+    monkeypatch.setattr(linearization, "_POTRF", {"d": boom, "f": boom})
 
 
 ESTIMATORS = [

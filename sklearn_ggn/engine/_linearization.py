@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import get_lapack_funcs
+from scipy.linalg.lapack import dpotrf, spotrf
 
 from .._config import one_blas_thread
 from .._kernels import all_finite, cholesky_solve_kernel
@@ -42,6 +42,9 @@ LARGE_CHOLESKY = 12_000
 # (m = 234, the letter mini-batch: 0.84 vs 0.31 ms); see cholesky for why
 # larger systems stay with NumPy.
 SMALL_CHOLESKY = 512
+
+
+_POTRF = {"d": dpotrf, "f": spotrf}
 
 
 class StepFailure(Exception):
@@ -79,7 +82,7 @@ def cholesky(system):
             # its upper factor U (Fortran order, UᵀU = system) viewed in C
             # order is L: 30 against 64 µs at order 128 (one thread), the
             # copies in and out of Fortran order saved
-            potrf, = get_lapack_funcs(("potrf",), (system,))
+            potrf = _POTRF[system.dtype.char]
             factor, info = potrf(system.T, lower=0, clean=1, overwrite_a=0)
             if info != 0:
                 raise np.linalg.LinAlgError(f"potrf info={info}")
