@@ -582,10 +582,7 @@ def _inner_products(Xa):
 def _times_transposed(Xa, W):
     """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
     if not sp.issparse(Xa):
-        # W (a view into θ) made C-contiguous in its transposed layout: the
-        # product with a transposed operand ran 1.7x slower (128 × 65 by
-        # 65 × 100) than the copy and a plain GEMM together
-        return Xa @ np.ascontiguousarray(W.T)
+        return Xa @ W.T
     out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
                                                                      W.dtype))
     sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,
