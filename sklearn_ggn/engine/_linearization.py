@@ -287,7 +287,14 @@ class Linearization:
         if self.theta.dtype == np.float64 and isinstance(self.factor, RankFactor):
             # e = F c: the well-conditioned step needs no explicit gradient
             # (no cancellation to refine: ‖D r‖/‖d‖ ≤ (1 + λ_max) cond(D)^½)
-            spread = float(np.sqrt(self.D.max() / self.D.min()))
+            # D's extremes (over its n unit values and K bias values when H
+            # is per unit: the same numbers, no passes over p)
+            values = (self.D if self.unit_D is None else
+                      np.concatenate((self.unit_D,
+                                      self.D[self.network.n_hidden_params
+                                             + self.unit_D.size
+                                             * self.network.n_outputs:])))
+            spread = float(np.sqrt(values.max() / values.min()))
             if (1.0 + gershgorin) * spread <= REFINE_CANCELLATION:
                 coef = self.factor.coefficients(self.residual)
         system.flat[:: system.shape[0] + 1] += 1.0

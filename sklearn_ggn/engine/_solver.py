@@ -460,7 +460,9 @@ class GGNScoreSolver(Solver):
         alpha = self.step_size(problem.M_g, eta)
         if self.line_search is None:
             self.damping.update(alpha, alpha)
-            return _Step(theta - alpha * direction, current, None, alpha, damping)
+            new = np.multiply(direction, -alpha)
+            new += theta
+            return _Step(new, current, None, alpha, damping)
         trials = {}
 
         def trial_objective(candidate):
