@@ -26,7 +26,13 @@ both.
 
 import os
 
-from ._network import _BLOCK_BYTES, TwoLayerNetwork
+from ._network import (
+    _BLOCK_BYTES,
+    TwoLayerNetwork,
+    pair_block_rows,
+    pair_block_width,
+    single_output_units,
+)
 
 FORMS = ("dual", "primal")
 ENV_AVAILABLE_MEMORY = "SKLEARN_GGN_AVAILABLE_MEMORY"
@@ -63,18 +69,18 @@ def _dual_bytes(b, d_aug, n, K, itemsize, rank=None, per_unit=False):
     if K == 1:
         # Z (b × units·d̂ + n + 1) in blocks of hidden units of ~4 blocks;
         # with more than one block the partial Gram Z Zᵀ is a second b × b.
-        units = max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
-        units = min(units, n)
+        units = min(single_output_units(b, d_aug, itemsize), n)
         z = float(b) * (units * d_aug + n + 1) * itemsize
         partial = system if units < n else 0.0
         temporaries = z + partial
     else:
-        # pair products (pairs × d̂) and M (pairs × n) for a block of rows k
-        # (each with up to b pairs), as TwoLayerNetwork.gram sizes it; then
-        # S (K × b × b) and the scaled ρ (K × b × n)
-        per_row = float(b) * max(n, d_aug) * itemsize
-        rows = min(b, max(1, int(_BLOCK_BYTES // max(1.0, per_row))))
-        block = rows * float(b) * (n + d_aug) * itemsize
+        # pair products (pairs × d̂), M (pairs × n) and the plain blocks
+        # (pairs × K²) for a block of rows k (each with up to b pairs), with
+        # TwoLayerNetwork.gram's block plan; then S (K × b × b) and the
+        # scaled ρ (K × b × n)
+        rows = min(b, pair_block_rows(b, pair_block_width(n, d_aug, K, False,
+                                                          True), itemsize))
+        block = rows * float(b) * (n + d_aug + K * K) * itemsize
         temporaries = max(block,
                           float(K) * b * b * itemsize + float(K) * b * n * itemsize)
     return system + max(temporaries, system)  # the Cholesky factor is a copy

@@ -49,6 +49,28 @@ from ._losses import FactorParts, RankFactor
 _BLOCK_BYTES = 64 * 2**20
 
 
+def pair_block_rows(b, width, itemsize):
+    """Rows k per block of a Gram formed over the row pairs (k, l ≥ k):
+    each row holds up to b pairs of ``width`` values (M's n per unit and
+    the pair products' d̂, plus the K × K plain blocks of the exact
+    factor), within :data:`_BLOCK_BYTES`. The one block plan of the Gram
+    and of its memory estimate (``_memory``)."""
+    return max(1, int(_BLOCK_BYTES // max(1, b * width * itemsize)))
+
+
+def pair_block_width(n, d_aug, K, sparse, exact_factor):
+    """The values per pair of :func:`pair_block_rows`: M (n, from the CSR
+    arrays when sparse), else the dense pair products and M (max(n, d̂)),
+    plus K² for the exact factor's plain blocks."""
+    return (n if sparse else max(n, d_aug)) + (K * K if exact_factor else 0)
+
+
+def single_output_units(b, d_aug, itemsize):
+    """Hidden units per block of ``Z = J̃ D^{1/2}`` for one output (b ×
+    units·d̂ within four blocks' bytes)."""
+    return max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
+
+
 @dataclass
 class ForwardCache:
     """What a forward pass leaves for the step: ρ(A), ρ'(A) and outputs."""
@@ -266,8 +288,8 @@ class TwoLayerNetwork:
         gram = np.zeros((b * K, b * K), dtype=dtype)
         # rows k per block: M holds (k, l ≥ k) pairs × n, the dense pair
         # products (k, l) × d̂ and the pairs' plain K × K blocks
-        per_row = b * (n if sparse else max(n, self.d_aug) + K * K) * itemsize
-        block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
+        block = pair_block_rows(
+            b, pair_block_width(n, self.d_aug, K, sparse, True), itemsize)
         # (sparse K = 1 comes here too: Z = J̃ D^{1/2} would be b × n·d̂ dense)
         _, V, _ = self.unpack(theta)
         VV = outer_products_kernel(V)
@@ -298,7 +320,7 @@ class TwoLayerNetwork:
         itemsize = np.dtype(dtype).itemsize
         sqrt_D_U = np.sqrt(D_U)
         n_out = n + (1 if D_bo is not None else 0)
-        units = max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
+        units = single_output_units(b, d_aug, itemsize)
         gram = None
         for i0 in range(0, n, units):
             i1 = min(n, i0 + units)
@@ -381,8 +403,8 @@ class TwoLayerNetwork:
             return gram
         sparse = sp.issparse(Xa)
         itemsize = np.dtype(dtype).itemsize
-        per_row = b * (n if sparse else max(n, self.d_aug)) * itemsize
-        block = max(1, int(_BLOCK_BYTES // max(1, per_row)))
+        block = pair_block_rows(
+            b, pair_block_width(n, self.d_aug, K, sparse, False), itemsize)
         gram = np.zeros((b * R, b * R), dtype=dtype)
         for k0, k1, M in self._pair_products(Xa, D_U, block):
             hidden_gram_combine_kernel(W, M, k0, k1, kappa2, gram)
