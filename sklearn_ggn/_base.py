@@ -5,6 +5,7 @@ import copy
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,6 +56,131 @@ _AUTO_STRUCTURED_ROWS = 128
 # full-batch iterations in 2.8x the MLP's time, and 0.65x as mini-batches
 # at a better accuracy; docs/defaults.rst)
 _AUTO_STRUCTURED_FULL_BATCH_ROWS = 512
+
+
+class FitPlan(NamedTuple):
+    """Every "auto" rule of one fit, resolved from the parameters and the
+    data's shape (:func:`plan_fit`); the solver is built from it.
+
+    Attributes
+    ----------
+    batch_size : int
+        Rows per step.
+    merge_short : bool
+        Whether a short last batch joins the one before (``"auto"`` only).
+    full_batch : bool
+        Whether every step sees all rows (never for ``partial_fit``).
+    float64_work : bool
+        Whether a float32 fit computes in float64 (small full batches).
+    tau_rule : {"given", "mini_batch", "samples", "gcv"}
+        How τ is set: the parameter, the mini-batch value, ``10 / Σw``, or
+        generalized cross-validation from there.
+    curvature, hessian : str
+        The step's output curvature and H ("auto" resolved).
+    structured : bool
+        Per-unit H with one kernel row per sample (the structured defaults
+        of batches, damping and line search apply).
+    line_search : bool
+        Armijo backtracking.
+    max_iter : int
+        Iterations or epochs of this call (1 for ``partial_fit``).
+    stops_on_objective : bool
+        Whether the objective's no-improvement rule ends the fit (not with
+        early stopping, whose validation score decides, nor for
+        ``partial_fit``).
+    stop_when_stalled : bool
+        Whether a zero line-search step or the damping's stalled epochs end
+        the fit (not with ``n_iter_no_change=np.inf``).
+    damping_ends_fit : bool
+        Whether the adaptive damping's stalled epochs end the fit (not with
+        early stopping: they only raise the damping).
+    incremental : bool
+        A ``partial_fit`` call.
+    """
+
+    batch_size: int
+    merge_short: bool
+    full_batch: bool
+    float64_work: bool
+    tau_rule: str
+    curvature: str
+    hessian: str
+    structured: bool
+    line_search: bool
+    max_iter: int
+    stops_on_objective: bool
+    stop_when_stalled: bool
+    damping_ends_fit: bool
+    incremental: bool
+
+
+def _step_options(curvature, hessian):
+    """``(curvature, hessian)`` of the step, "auto" resolved."""
+    return ("true_vs_rest" if curvature == "auto" else curvature,
+            "per_unit" if hessian == "auto" else hessian)
+
+
+def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
+             selects_tau, incremental=False, early_stopping=False, warn=True):
+    """The :class:`FitPlan` of a fit: every "auto" rule in one place.
+
+    A pure function of the estimator's parameters (``get_params``), the
+    data's shape and what the estimator's loss implies: the step's
+    ``structure`` (``engine.step_structure``), the rows up to which the
+    structured step keeps full batches, and whether ``tau="auto"`` is chosen
+    by GCV there.
+
+    * ``batch_size="auto"``: the structured step (one kernel row per
+      sample) in full batch up to ``full_batch_rows`` rows, else batches of
+      ``_AUTO_STRUCTURED_ROWS``; the exact step in full batch while
+      ``n_samples · K ≤ _AUTO_FULL_BATCH_ROWS``, else ``256 // K`` rows.
+      ``partial_fit`` streams chunks of a larger set: always the mini-batches.
+    * A full-batch fit of up to ``_AUTO_FULL_BATCH_ROWS`` rows computes in
+      float64 (its solves to convergence amplify float32 rounding).
+    * ``tau="auto"``: ``_AUTO_TAU_MINI_BATCH`` on mini-batches, else
+      ``10 / Σw`` (capped), refined by GCV where ``selects_tau``.
+    * ``line_search="auto"``: in full batch, and on the exact step's
+      mini-batches; not on the structured step's (the adaptive damping's
+      test on the next batch guards them).
+    """
+    structured = structure.get("per_unit", False) and structure.get("rank") == 1
+    size = params["batch_size"]
+    if size is None:
+        batch_size = n_samples
+    elif size == "auto":
+        if structured:
+            batch_size = (n_samples if n_samples <= full_batch_rows
+                          and not incremental
+                          else min(n_samples, _AUTO_STRUCTURED_ROWS))
+        elif n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS and not incremental:
+            batch_size = n_samples
+        else:  # the exact step: 256 rows of the kernel system, all outputs
+            batch_size = min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
+    else:
+        if size > n_samples and warn:
+            warnings.warn(f"batch_size={size} is larger than the {n_samples} "
+                          "training samples; using a full batch.")
+        batch_size = min(size, n_samples)
+    full_batch = batch_size >= n_samples and not incremental
+    if params["tau"] != "auto":
+        tau_rule = "given"
+    elif not full_batch:
+        tau_rule = "mini_batch"
+    else:
+        tau_rule = "gcv" if selects_tau else "samples"
+    line_search = params["line_search"]
+    if line_search == "auto":
+        line_search = full_batch or not structured
+    curvature, hessian = _step_options(params["curvature"], params["hessian"])
+    return FitPlan(
+        batch_size=batch_size, merge_short=size == "auto", full_batch=full_batch,
+        float64_work=full_batch and n_samples <= _AUTO_FULL_BATCH_ROWS,
+        tau_rule=tau_rule, curvature=curvature, hessian=hessian,
+        structured=structured, line_search=bool(line_search),
+        max_iter=1 if incremental else params["max_iter"],
+        stops_on_objective=not (incremental or early_stopping),
+        stop_when_stalled=params["n_iter_no_change"] != np.inf,
+        damping_ends_fit=not early_stopping, incremental=incremental)
 
 
 def _rule_tau(sample_weight):
@@ -415,98 +541,46 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                              dtype=self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(X), with_deriv=False).outputs
 
-    def _resolve_batch_size(self, n_samples, n_outputs, incremental=False):
-        if self.batch_size is None:
-            return n_samples
-        if self.batch_size == "auto":
-            # partial_fit streams chunks of a larger data set: it
-            # takes the mini-batches a fit on all of it would, whatever the
-            # chunk's size (as damping="auto" does in _make_solver).
-            if self._structured_step(n_outputs):
-                # one row of the kernel system per sample: full batch for
-                # small data, else batches of _AUTO_STRUCTURED_ROWS rows; a
-                # regressor that chooses τ by GCV (in full batch) keeps full
-                # batch up to _AUTO_FULL_BATCH_ROWS
-                full = (_AUTO_FULL_BATCH_ROWS if self._full_batch_regression()
-                        else _AUTO_STRUCTURED_FULL_BATCH_ROWS)
-                if n_samples <= full and not incremental:
-                    return n_samples
-                return min(n_samples, _AUTO_STRUCTURED_ROWS)
-            if (n_samples * n_outputs <= _AUTO_FULL_BATCH_ROWS
-                    and not incremental):
-                return n_samples
-            # the exact step: batches of 256 rows, all outputs together
-            return min(n_samples, max(1, _AUTO_BATCH_ROWS // n_outputs))
-        if self.batch_size > n_samples:
-            warnings.warn(f"batch_size={self.batch_size} is larger than the "
-                          f"{n_samples} training samples; using a full batch.")
-        return min(self.batch_size, n_samples)
-
-    def _step_options(self):
-        """``(curvature, hessian)`` of the step, "auto" resolved."""
-        return ("true_vs_rest" if self.curvature == "auto" else self.curvature,
-                "per_unit" if self.hessian == "auto" else self.hessian)
-
-    def _uses_line_search(self, full_batch, n_outputs):
-        """``line_search="auto"``: Armijo backtracking in full batch (where
-        it keeps the fit monotone), none on mini-batches of the structured
-        step, where the adaptive damping's test on the next batch guards the
-        steps (docs/defaults.rst: never worse, better on three of nine
-        tasks, one forward pass fewer per step); the exact step keeps it."""
-        if self.line_search == "auto":
-            return full_batch or not self._structured_step(n_outputs)
-        return bool(self.line_search)
-
     def _step_structure(self, n_outputs):
         """The structure of this estimator's steps (the engine's
         ``step_structure``; empty for the exact step and for ``solver="gd"``)."""
         if self.solver != "ggn":
             return {}
-        curvature, hessian = self._step_options()
+        curvature, hessian = _step_options(self.curvature, self.hessian)
         return step_structure(curvature, hessian, self._loss_object(), n_outputs)
 
-    def _structured_step(self, n_outputs):
-        """Whether the steps are the fast structured ones: per-unit H (the
-        Gram never weighs the inputs per hidden unit) and one row of the
-        kernel system per sample; their batches, damping rules and line
-        search follow the structured defaults."""
-        structure = self._step_structure(n_outputs)
-        return structure.get("per_unit", False) and structure.get("rank") == 1
+    def _plan(self, n_samples, n_outputs, incremental=False, early_stopping=False,
+              warn=True):
+        """This fit's :class:`FitPlan`: :func:`plan_fit` of the parameters
+        and the data's shape."""
+        return plan_fit(self.get_params(deep=False), n_samples, n_outputs,
+                        structure=self._step_structure(n_outputs),
+                        full_batch_rows=(_AUTO_FULL_BATCH_ROWS
+                                         if self._full_batch_regression()
+                                         else _AUTO_STRUCTURED_FULL_BATCH_ROWS),
+                        selects_tau=self._selects_tau(), incremental=incremental,
+                        early_stopping=early_stopping, warn=warn)
 
-    def _make_solver(self, problem, batch_size, incremental, early_stopping):
-        """The engine's solver for these hyperparameters."""
-        # a short last batch is merged only under the "auto" rule: an
-        # explicit batch_size cuts every batch as given (the paper's loop)
-        batching = Batching(batch_size, self.shuffle,
-                            merge_short=self.batch_size == "auto")
-        max_iter = 1 if incremental else self.max_iter
-        stopping = (None if incremental or early_stopping
-                    else NoImprovement(self.tol, self.n_iter_no_change))
+    def _make_solver(self, problem, plan):
+        """The engine's solver for this fit's :class:`FitPlan`."""
+        batching = Batching(plan.batch_size, self.shuffle,
+                            merge_short=plan.merge_short)
+        stopping = (NoImprovement(self.tol, self.n_iter_no_change)
+                    if plan.stops_on_objective else None)
         if self.solver == "gd":
-            return GradientDescentSolver(self.learning_rate, batching, max_iter,
-                                         stopping)
-        # partial_fit streams chunks: that is mini-batch training for "auto".
-        full_batch = batching.full_batch(problem.n_samples) and not incremental
-        K = problem.network.n_outputs
-        solver = GGNScoreSolver(
-            resolve_damping(self.damping, problem.tau, full_batch,
+            return GradientDescentSolver(self.learning_rate, batching,
+                                         plan.max_iter, stopping)
+        return GGNScoreSolver(
+            resolve_damping(self.damping, problem.tau, plan.full_batch,
                             1.0 / problem.regularizer.hessian(np.zeros(1))[0],
-                            structured=self._structured_step(K),
+                            structured=plan.structured,
                             start=_rule_tau(problem.sample_weight)),
             AdaptiveStepSize(self.step_size),
-            ArmijoLineSearch() if self._uses_line_search(full_batch, K) else None,
-            self.linear_solver, batching, max_iter, stopping,
-            epochs_are_passes=not incremental,
-            curvature=self._step_options()[0], hessian=self._step_options()[1])
-        if self.n_iter_no_change == np.inf:
-            # never stop for want of progress: not at a zero line-search
-            # step, nor after the adaptive damping's stalled epochs
-            solver.stop_when_stalled = False
-        if early_stopping:
-            # the validation score decides when the fit ends: stalled epochs
-            # of the training objective only raise the damping
-            solver.damping_ends_fit = False
-        return solver
+            ArmijoLineSearch() if plan.line_search else None,
+            self.linear_solver, batching, plan.max_iter, stopping,
+            epochs_are_passes=not plan.incremental, curvature=plan.curvature,
+            hessian=plan.hessian, stop_when_stalled=plan.stop_when_stalled,
+            damping_ends_fit=plan.damping_ends_fit)
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X, y, sample_weight=None, incremental=False, classes=None,
@@ -627,7 +701,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "initial weights and the curvature of the steps assume inputs "
                 "of unit scale: standardize them, e.g. with StandardScaler in "
                 "a Pipeline.", UserWarning)
-        batch_size = self._resolve_batch_size(X.shape[0], Y.shape[1], incremental)
+        plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
+        batch_size = plan.batch_size
         # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,
         # where batch_size="auto" keeps full batches) computes in float64:
         # its steps solve the kernel system to convergence, where float32
@@ -636,8 +711,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # one (1-2 % after a dozen steps on digits). The weights are returned
         # in X's dtype. Mini-batch fits, partial_fit and larger full batches
         # compute in X's dtype.
-        work = (np.float64 if batch_size >= X.shape[0] and not incremental
-                and X.shape[0] <= _AUTO_FULL_BATCH_ROWS else dtype)
+        work = np.float64 if plan.float64_work else dtype
         training = (X, y, sample_weight)  # as given to the callbacks
         # (θ0 keeps its float64 draw: rounded to float32 first, the float32
         # fit would follow the float64 one only to ~2 % on digits at
@@ -650,13 +724,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             validation = tuple(a.astype(work, copy=False) for a in validation)
             validation = validation + (scorer,)
         tau_path = None
-        if self.tau != "auto":
+        if plan.tau_rule == "given":
             tau = float(self.tau)
-        elif incremental or batch_size < X.shape[0]:
+        elif plan.tau_rule == "mini_batch":
             tau = _AUTO_TAU_MINI_BATCH
         else:
             tau = _rule_tau(sample_weight)
-            if self._selects_tau():
+            if plan.tau_rule == "gcv":
                 tau, tau_path = self._select_tau(network, X, Y, sample_weight,
                                                  theta0, tau, rng, fresh_start)
         fitted["tau_"] = tau
@@ -668,7 +742,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                           regularized=self.solver != "gd")
         penalty0 = float(problem.regularization(theta0)) if problem.regularized \
             else 0.0
-        solver = self._make_solver(problem, batch_size, incremental, early_stopping)
+        solver = self._make_solver(problem, plan)
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
                            records, theta0, solver.max_iter, training, dtype)

@@ -204,8 +204,7 @@ def test_stalled_epochs_end_a_fit_only_without_early_stopping():
         damping = AdaptiveDamping(2.0, stall=1.0, patience=1)
         solver = GGNScoreSolver(damping, AdaptiveStepSize(0.95), None, "dual",
                                 Batching(16, True), 6, curvature="true_vs_rest",
-                                hessian="per_unit")
-        solver.damping_ends_fit = ends
+                                hessian="per_unit", damping_ends_fit=ends)
         result = solver.solve(problem, theta0, np.random.RandomState(0))
         epochs[ends] = len(result.history)
         assert result.status == ("converged" if ends else "max_iter")
@@ -220,18 +219,24 @@ def test_batch_rule_follows_the_steps_structure():
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 
     reg = GGNScoreRegressor()
-    assert reg._resolve_batch_size(5000, 1) == 128
-    assert reg._resolve_batch_size(900, 1) == 900  # GCV in full batch
+    assert reg._plan(5000, 1).batch_size == 128
+    assert reg._plan(900, 1).batch_size == 900  # GCV in full batch
+    assert reg._plan(900, 1).tau_rule == "gcv"
     # 20 outputs under the per-unit H: 20 rows per sample, the exact rule
     assert reg._step_structure(20) == {"rank": 20, "per_unit": True}
-    assert reg._resolve_batch_size(5000, 20) == max(1, 256 // 20)
+    assert reg._plan(5000, 20).batch_size == max(1, 256 // 20)
     clf = GGNScoreClassifier()
     clf._multilabel = False
-    assert clf._resolve_batch_size(900, 5) == 128
-    assert clf._resolve_batch_size(500, 5) == 500
+    assert clf._plan(900, 5).batch_size == 128
+    assert clf._plan(900, 5).tau_rule == "mini_batch"
+    assert not clf._plan(900, 5).line_search  # the structured mini-batches
+    assert clf._plan(500, 5).batch_size == 500
+    assert clf._plan(500, 5).tau_rule == "samples"
+    assert clf._plan(500, 5, incremental=True).batch_size == 128
     exact = GGNScoreRegressor(hessian="diagonal")
     assert exact._step_structure(3) == {}
-    assert exact._resolve_batch_size(5000, 3) == 256 // 3
+    assert exact._plan(5000, 3).batch_size == 256 // 3
+    assert exact._plan(5000, 3).line_search  # the exact step keeps it
     gd = GGNScoreClassifier(solver="gd")
     assert gd._step_structure(5) == {}
 

@@ -183,10 +183,9 @@ class Solver:
     """
 
     form = None
-    # False: the adaptive damping's stalled epochs raise the damping but do
-    # not end the fit (early stopping on a validation score decides: a fit
-    # still improving its validation score does not stop)
+    # (GGNScoreSolver's rules for stalled fits; gradient descent has none)
     damping_ends_fit = True
+    stop_when_stalled = True
 
     def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True):
         self.batching = batching
@@ -268,8 +267,7 @@ class Solver:
                 break
             damping = getattr(self, "damping", None)
             if (not full_batch and damping is not None and damping.converged()
-                    and getattr(self, "stop_when_stalled", True)
-                    and self.damping_ends_fit):
+                    and self.stop_when_stalled and self.damping_ends_fit):
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
                           f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
@@ -408,23 +406,30 @@ class GGNScoreSolver(Solver):
         The output curvature Q of every step (``Problem.linearize``).
     hessian : {"diagonal", "per_unit"}, default="diagonal"
         The structure of H (``Problem.linearize``).
+    stop_when_stalled : bool, default=True
+        False keeps iterating after a zero line-search step and after the
+        adaptive damping's stalled epochs (the estimators'
+        ``n_iter_no_change=np.inf``: run ``max_iter`` iterations, as MLP
+        does).
+    damping_ends_fit : bool, default=True
+        False: the adaptive damping's stalled epochs raise the damping but
+        do not end the fit (with early stopping the validation score
+        decides: a fit still improving its validation score does not stop).
     """
 
     def __init__(self, damping, step_size, line_search, linear_solver, batching,
                  max_iter, stopping=None, epochs_are_passes=True,
-                 curvature="exact", hessian="diagonal"):
+                 curvature="exact", hessian="diagonal", stop_when_stalled=True,
+                 damping_ends_fit=True):
         super().__init__(batching, max_iter, stopping, epochs_are_passes)
+        self.stop_when_stalled = stop_when_stalled
+        self.damping_ends_fit = damping_ends_fit
         self.damping = damping
         self.step_size = step_size
         self.line_search = line_search
         self.linear_solver = linear_solver
         self.curvature = curvature
         self.hessian = hessian
-
-    # False keeps iterating after a zero line-search step and after the
-    # adaptive damping's stalled epochs (the estimators'
-    # n_iter_no_change=np.inf: run max_iter iterations, as MLP does)
-    stop_when_stalled = True
 
     @property
     def stalls_at_zero_step(self):
