@@ -267,3 +267,12 @@ def naive_huber_residual_and_curvature(F, Y, s, epsilon):
     e = (s[:, None] * np.clip(r, -epsilon, epsilon) / K).ravel()
     Q = np.diag((s[:, None] * (np.abs(r) <= epsilon) / K).ravel())
     return e, Q
+
+
+def block_factor(factor):
+    """Dense block-diagonal A from the (b, K, K) factor."""
+    b, K, _ = factor.shape
+    A = np.zeros((b * K, b * K))
+    for k in range(b):
+        A[k * K:(k + 1) * K, k * K:(k + 1) * K] = factor[k]
+    return A

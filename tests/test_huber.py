@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from naive import (
+    block_factor,
     DenseNetwork,
     dense_directions,
     finite_difference_jacobian,
@@ -43,14 +44,6 @@ def batch(K, epsilon, b=9, seed=0):
     r.flat[0], r.flat[1] = 0.5 * epsilon, -2.5 * epsilon  # both regimes
     w = rng.uniform(0.2, 3.0, b)
     return Y + r, Y, w / w.sum()
-
-
-def block_factor(factor):
-    b, K, _ = factor.shape
-    A = np.zeros((b * K, b * K))
-    for k in range(b):
-        A[k * K:(k + 1) * K, k * K:(k + 1) * K] = factor[k]
-    return A
 
 
 @pytest.mark.parametrize("K", [1, 3])

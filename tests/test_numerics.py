@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 from naive import (
+    block_factor,
     DenseNetwork,
     dense_directions,
     finite_difference_jacobian,
@@ -67,15 +68,6 @@ def to_dense_layout(net, vec):
     if net.fit_intercept:
         parts.append(b_o)
     return np.concatenate(parts)
-
-
-def block_factor(factor):
-    """Dense block-diagonal A from the (b, K, K) factor."""
-    b, K, _ = factor.shape
-    A = np.zeros((b * K, b * K))
-    for k in range(b):
-        A[k * K:(k + 1) * K, k * K:(k + 1) * K] = factor[k]
-    return A
 
 
 # ------------------------------------------------------------------ activations
