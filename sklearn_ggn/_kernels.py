@@ -419,6 +419,18 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
             D[p_u + i * K + c] = value
 
 
+@njit(**NUMBA_OPTIONS)
+def gershgorin_kernel(gram):
+    """Gershgorin's bound on λ_max of a symmetric matrix: its largest
+    absolute column sum, accumulated a row at a time (a SIMD pass per row,
+    no temporary)."""
+    sums = np.zeros(gram.shape[1])
+    for row in range(gram.shape[0]):
+        for col in range(gram.shape[1]):
+            sums[col] += abs(np.float64(gram[row, col]))
+    return sums.max() if sums.size else 0.0
+
+
 @njit(**NUMBA_OPTIONS_REDUCTION)
 def dual_norm_kernel(g, D):
     """``sqrt(gᵀ D g)`` summed in float64: the step size's η = ‖∇g‖*_θ under

@@ -257,6 +257,10 @@ def true_vs_rest_kernel(F, Y, s):
     return e, f
 
 
+# the unused e, a, u, w of a risk-only call, per dtype
+_NONE = {"d": np.empty((0, 0)), "f": np.empty((0, 0), dtype=np.float32)}
+
+
 def _kernel_arrays(F, Y, s):
     """The kernels' arguments: C-contiguous, in F's dtype."""
     F = np.ascontiguousarray(F)
@@ -387,8 +391,11 @@ class _FactoredLoss:
 
     def risk(self, F, Y, s):
         """``R = Σ_k s_k ℓ(F_k, Y_k)``."""
-        F, Y, s = _kernel_arrays(F, Y, s)
-        none = np.empty((0, 0), dtype=F.dtype)
+        return self.batch_risk(*_kernel_arrays(F, Y, s))
+
+    def batch_risk(self, F, Y, s):
+        """:meth:`risk` of a step's own arrays (C-contiguous, one dtype)."""
+        none = _NONE[F.dtype.char]
         return float(self.batch_function()(F, Y, s, none, none, none, none, False))
 
     def residual_and_parts(self, F, Y, s):

@@ -412,12 +412,19 @@ class TwoLayerNetwork:
                            self._output_blocks(cache.rho, D_V, D_bo), gram)
         return gram
 
-    def per_unit(self, D):
+    def per_unit(self, D, copy=True):
         """The per-unit structure of a diagonal ``D = H⁻¹``.
 
         Each hidden unit's parameters (its input weights, bias and output
         weights) get the unit's mean curvature ``h_i`` (the mean of
         ``H = 1/D`` over them); the output biases keep theirs.
+
+        Parameters
+        ----------
+        D : ndarray of shape (p,)
+            The diagonal of ``H⁻¹``, laid out as θ.
+        copy : bool, default=True
+            False overwrites ``D`` (a step's own array) instead of copying.
 
         Returns
         -------
@@ -426,7 +433,7 @@ class TwoLayerNetwork:
         unit_D : ndarray of shape (n,)
             ``1/h_i``.
         """
-        D_unit = np.array(D)
+        D_unit = np.array(D) if copy else D
         unit_D = np.empty(self.n_hidden, dtype=D_unit.dtype)
         per_unit_kernel(D_unit, self.n_hidden, self.d_aug, self.n_outputs, unit_D)
         return D_unit, unit_D

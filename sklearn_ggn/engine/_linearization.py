@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from scipy.linalg.lapack import dpotrf, spotrf
 
 from .._config import one_blas_thread
-from .._kernels import all_finite, cholesky_solve_kernel
+from .._kernels import all_finite, cholesky_solve_kernel, gershgorin_kernel
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 
@@ -277,8 +277,7 @@ class Linearization:
         system = self.gram()
         contraction = 0.0
         # λ_max(G̃) bounded by Gershgorin
-        gershgorin = float(np.abs(system).sum(axis=1, dtype=np.float64).max(
-            initial=0.0))
+        gershgorin = float(gershgorin_kernel(system))
         if system.dtype != np.float64:
             # ε₃₂ λ_max(G̃): the relative error of the float32 solve and the
             # contraction factor of its refinement

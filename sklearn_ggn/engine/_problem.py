@@ -92,6 +92,8 @@ class Problem:
         self.tau = float(tau)
         self.Xa = network.augment(X)
         self.Y = Y
+        # the targets as the kernels take them: C-contiguous, in X's dtype
+        self._Y = np.ascontiguousarray(Y, dtype=self.Xa.dtype)
         self.sample_weight = sample_weight
         self.regularized = regularized
         self.M_g = regularizer.self_concordance_constant(network.n_params)
@@ -114,9 +116,10 @@ class Problem:
         s, w_sum = normalized_weights(w)
         if w_sum <= 0:
             return None
+        s = s.astype(self.Xa.dtype, copy=False)
         if idx is None:
-            return Batch(self.Xa, self.Y, s, w_sum)
-        return Batch(self.Xa[idx], self.Y[idx], s, w_sum)
+            return Batch(self.Xa, self._Y, s, w_sum)
+        return Batch(self.Xa[idx], self._Y[idx], s, w_sum)
 
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""
@@ -133,7 +136,7 @@ class Problem:
     def evaluate(self, theta, batch, with_deriv=True):
         """The :class:`Evaluation` of θ on ``batch``."""
         cache = self.network.forward(theta, batch.Xa, with_deriv)
-        risk = self.loss.risk(cache.outputs, batch.Y, batch.s)
+        risk = self.loss.batch_risk(cache.outputs, batch.Y, batch.s)
         if not self.regularized:
             return Evaluation(risk, risk, cache)
         return Evaluation(risk + self.regularization(theta), risk, cache)
@@ -191,7 +194,8 @@ class Problem:
                                                             damping)
         unit_D = None
         if hessian == "per_unit":
-            D, unit_D = self.network.per_unit(D)
+            # (D is this step's own array: made per unit in place)
+            D, unit_D = self.network.per_unit(D, copy=False)
             eta = float(dual_norm_kernel(reg_grad, D))
         if unit_D is not None and not isinstance(factor, RankFactor):
             factor = RankFactor.from_parts(factor) if isinstance(
