@@ -424,11 +424,17 @@ def gershgorin_kernel(gram):
     """Gershgorin's bound on λ_max of a symmetric matrix: its largest
     absolute column sum, accumulated a row at a time (a SIMD pass per row,
     no temporary)."""
-    sums = np.zeros(gram.shape[1])
+    m = gram.shape[1]
+    sums = np.empty(m)
+    for col in range(m):
+        sums[col] = 0.0
     for row in range(gram.shape[0]):
-        for col in range(gram.shape[1]):
+        for col in range(m):
             sums[col] += abs(np.float64(gram[row, col]))
-    return sums.max() if sums.size else 0.0
+    largest = 0.0
+    for col in range(m):
+        largest = max(largest, sums[col])
+    return largest
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)

@@ -118,11 +118,10 @@ def _softmax_terms(F, k, out):
 @njit(**NUMBA_OPTIONS)
 def log_loss_fn(F, Y, s, e, a, u, w, parts):
     """Softmax cross-entropy ``ℓ = log Σ_c exp(F_c) − F_y`` (K ≥ 2), with
-    ``A = sqrt(s) (diag(sqrt π) − π sqrt(π)ᵀ)`` (uses Σ π = 1); the sigmoid's
-    for one logit."""
+    ``A = sqrt(s) (diag(sqrt π) − π sqrt(π)ᵀ)`` (uses Σ π = 1). One logit
+    is the sigmoid's, :func:`multilabel_fn` (``LogLoss.batch_function``
+    chooses), so that a softmax fit does not compile the sigmoid's loop."""
     b, K = F.shape
-    if K == 1:
-        return _sigmoids(F, Y, s, e, a, parts)
     total = 0.0
     ex = np.empty(K, dtype=F.dtype)
     for k in range(b):
@@ -385,8 +384,9 @@ class _FactoredLoss:
 
     fn = None
 
-    def batch_function(self):
-        """The loss's batch function (:func:`register_loss`)."""
+    def batch_function(self, n_outputs=None):
+        """The loss's batch function (:func:`register_loss`) for
+        ``n_outputs`` outputs."""
         return type(self).fn
 
     def risk(self, F, Y, s):
@@ -396,7 +396,8 @@ class _FactoredLoss:
     def batch_risk(self, F, Y, s):
         """:meth:`risk` of a step's own arrays (C-contiguous, one dtype)."""
         none = _NONE[F.dtype.char]
-        return float(self.batch_function()(F, Y, s, none, none, none, none, False))
+        return float(self.batch_function(F.shape[1])(F, Y, s, none, none, none,
+                                                     none, False))
 
     def residual_and_parts(self, F, Y, s):
         """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
@@ -405,7 +406,7 @@ class _FactoredLoss:
         a = np.empty_like(F)
         u = np.zeros_like(F)
         w = np.zeros_like(F)
-        self.batch_function()(F, Y, s, e, a, u, w, True)
+        self.batch_function(F.shape[1])(F, Y, s, e, a, u, w, True)
         return e, FactorParts(a, u, w)
 
     def residual_and_factor(self, F, Y, s):
@@ -458,6 +459,11 @@ class LogLoss(_FactoredLoss):
             prior = np.array([1.0 - prior[0], prior[0]])
         prior = prior[prior > 0]
         return float(-np.dot(prior, np.log(prior)))
+
+    def batch_function(self, n_outputs=None):
+        """:func:`log_loss_fn` (softmax), or :func:`multilabel_fn` (the
+        sigmoid's) for one logit."""
+        return multilabel_fn if n_outputs == 1 else log_loss_fn
 
     def probabilities(self, F):
         """The predicted probabilities: σ(F) for one logit, else softmax(F)."""
@@ -573,7 +579,7 @@ class HuberLoss(_FactoredLoss):
     def __init__(self, epsilon=1.35):
         self.epsilon = float(epsilon)
 
-    def batch_function(self):
+    def batch_function(self, n_outputs=None):
         """The batch function of this ε (:func:`huber_fn`)."""
         return huber_fn(self.epsilon)
 
