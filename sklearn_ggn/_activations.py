@@ -13,6 +13,7 @@ from numba.extending import intrinsic, overload
 
 from ._config import NUMBA_OPTIONS
 
+
 # ------------------------------------------------ exp of a non-positive number
 # libm's exp is a call per element, which keeps LLVM from vectorizing a loop.
 # In float32 the exponential is the Cephes polynomial (Cody-Waite reduction,

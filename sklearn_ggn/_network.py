@@ -34,8 +34,8 @@ from ._kernels import (
     outer_products_kernel,
     output_gram_kernel,
     pair_hidden_weights_kernel,
-    per_unit_kernel,
     pair_products_kernel,
+    per_unit_kernel,
     scaled_hidden_jacobian_kernel,
     sparse_pair_products_kernel,
     sparse_rows_times_transposed_kernel,
@@ -355,17 +355,6 @@ class TwoLayerNetwork:
         W = (Ft.reshape(b * R, K) @ _as(V, dtype).T).reshape(b, R, self.n_hidden)
         W *= cache.rho_d[:, None, :]
         return W
-
-    def output_jvp(self, theta, cache, direction):
-        """The plain ``J v`` of shape (b, K): the outputs' first-order change."""
-        _, V, _ = self.unpack(theta)
-        dU, dV, db_o = self.unpack(direction)
-        hidden = _times_transposed(cache.Xa, dU)
-        hidden *= cache.rho_d
-        out = hidden @ V
-        out *= self.kappa
-        out += self._output_part(cache.rho, dV, db_o)
-        return out
 
     def rank_gram(self, theta, cache, W, F, D, unit_D=None):
         """The dual Gram ``J̃ D J̃ᵀ`` (bR × bR) for a rank-R factor.

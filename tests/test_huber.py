@@ -7,8 +7,8 @@ import warnings
 import numpy as np
 import pytest
 from naive import (
-    block_factor,
     DenseNetwork,
+    block_factor,
     dense_directions,
     finite_difference_jacobian,
     naive_huber_residual_and_curvature,

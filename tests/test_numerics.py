@@ -4,10 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
 from naive import (
-    block_factor,
     DenseNetwork,
+    block_factor,
     dense_directions,
     finite_difference_jacobian,
     naive_activation,
@@ -17,6 +16,7 @@ from naive import (
     naive_risk,
     naive_true_vs_rest,
 )
+from numba import njit
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _network
