@@ -1,9 +1,8 @@
 """The interchangeable rules of the solver: damping, step size, line search,
 batching and stopping. Each is configured once and asked during the loop.
 
-The rules' formulas are the compiled functions below, which the strategy
-classes (the NumPy route) and the compiled step (``_compiled.step``) both
-call."""
+The rules' formulas are the small numba functions below, which the
+strategy classes call."""
 
 import numpy as np
 from numba import njit
