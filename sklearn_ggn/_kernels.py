@@ -472,6 +472,27 @@ def unit_gram_combine_kernel(WW, XX, FF, S, FDF, kappa2, R, gram):
 
 
 @njit(**NUMBA_OPTIONS)
+def apply_rank_factor_kernel(F, z, transpose, out):
+    """A rank-R factor F (b × K × R) applied row by row: ``out[k] += F_kᵀ
+    z_k`` (z of shape (b, K), out (b, R)) when ``transpose``, else
+    ``out[k] = F_k z_k`` (z (b, R), out (b, K))."""
+    b, K, R = F.shape
+    for k in range(b):
+        if transpose:
+            for r in range(R):
+                acc = 0.0
+                for c in range(K):
+                    acc += F[k, c, r] * z[k, c]
+                out[k, r] += acc
+        else:
+            for c in range(K):
+                acc = 0.0
+                for r in range(R):
+                    acc += F[k, c, r] * z[k, r]
+                out[k, c] = acc
+
+
+@njit(**NUMBA_OPTIONS)
 def apply_parts_kernel(a, u, w, z, transpose):
     """``A_kᵀ z_k`` (``transpose``) or ``A_k z_k`` for every row of z, with
     ``A_k = diag(a_k) − u_k w_kᵀ``: O(K) per row."""

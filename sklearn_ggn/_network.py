@@ -27,6 +27,7 @@ from scipy.linalg.blas import dsyrk, ssyrk
 from ._activations import ACTIVATIONS
 from ._kernels import (
     apply_parts_kernel,
+    apply_rank_factor_kernel,
     contract_hidden_kernel,
     contract_outputs_kernel,
     factor_transform_kernel,
@@ -204,7 +205,7 @@ class TwoLayerNetwork:
         if isinstance(factor, FactorParts):
             out += _apply_factor(factor, raw, True)
         else:
-            out += np.einsum("kc,kcr->kr", raw, _dense(factor))
+            apply_rank_factor_kernel(_dense(factor), raw, True, out)
         return out
 
     def _output_part(self, rho, V, b_o):
@@ -228,7 +229,9 @@ class TwoLayerNetwork:
         if isinstance(factor, FactorParts):
             z = _apply_factor(factor, y, False)
         else:
-            z = np.einsum("kcr,kr->kc", _dense(factor), y)
+            F = _dense(factor)
+            z = np.empty((F.shape[0], F.shape[1]), dtype=dtype)
+            apply_rank_factor_kernel(F, y, False, z)
         return self._backpropagate(cache, hidden, z)
 
     def gradient(self, theta, cache, residual):
