@@ -343,16 +343,18 @@ class RankFactor:
 
     Parameters
     ----------
-    F : ndarray of shape (b, K, R)
+    columns : ndarray of shape (b, K, R)
+        ``F_k`` of every row (named apart from the outputs, which the loss
+        functions call F).
     """
 
-    def __init__(self, F):
-        self.F = F
+    def __init__(self, columns):
+        self.columns = columns
 
     @property
     def rank(self):
         """R, the columns per row (rows of J̃ per sample)."""
-        return self.F.shape[2]
+        return self.columns.shape[2]
 
     @classmethod
     def from_parts(cls, parts):
@@ -361,7 +363,7 @@ class RankFactor:
 
     def astype(self, dtype):
         """The factor in ``dtype``."""
-        return RankFactor(np.asarray(self.F, dtype=dtype))
+        return RankFactor(np.asarray(self.columns, dtype=dtype))
 
     def coefficients(self, residual):
         """``c`` with ``e_k = F_k c_k`` for every row, or None.
@@ -374,7 +376,8 @@ class RankFactor:
         """
         if self.rank != 1:
             return None
-        f, e = np.ascontiguousarray(self.F[:, :, 0]), np.ascontiguousarray(residual)
+        f, e = (np.ascontiguousarray(self.columns[:, :, 0]),
+                np.ascontiguousarray(residual))
         c = np.empty(f.shape[0], dtype=f.dtype)
         return c[:, None] if coefficients_kernel(f, e, c) else None
 

@@ -565,7 +565,7 @@ def _dense(factor):
     if isinstance(factor, FactorParts):
         return factor.dense()
     if isinstance(factor, RankFactor):
-        return np.ascontiguousarray(factor.F)
+        return np.ascontiguousarray(factor.columns)
     return np.ascontiguousarray(factor)
 
 

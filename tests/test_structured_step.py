@@ -101,10 +101,10 @@ def test_true_vs_rest_is_one_row_per_sample_and_keeps_the_gradient():
     e, factor = loss.residual_and_curvature(F, Y, s, "true_vs_rest")
     e_exact, _ = loss.residual_and_parts(F, Y, s)
     np.testing.assert_array_equal(e, e_exact)
-    assert factor.F.shape == (8, 5, 1)
+    assert factor.columns.shape == (8, 5, 1)
     # the residual lies in the span of F_k (π − e_y = −q (e_y − r))
     for k in range(8):
-        f = factor.F[k, :, 0]
+        f = factor.columns[k, :, 0]
         coef = f @ e[k] / (f @ f)
         np.testing.assert_allclose(coef * f, e[k], atol=1e-15)
 
@@ -115,8 +115,8 @@ def test_true_vs_rest_at_a_certain_prediction_has_no_curvature():
     Y = np.eye(3)[[0, 2]]
     s = np.array([0.5, 0.5])
     _, factor = loss.residual_and_curvature(F, Y, s, "true_vs_rest")
-    assert np.all(np.isfinite(factor.F))
-    np.testing.assert_array_equal(factor.F[0], 0.0)
+    assert np.all(np.isfinite(factor.columns))
+    np.testing.assert_array_equal(factor.columns[0], 0.0)
 
 
 @pytest.mark.parametrize("K,loss", [(1, "log_loss"), (4, "log_loss"),

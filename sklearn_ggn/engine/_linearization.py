@@ -176,7 +176,7 @@ class Linearization:
         if self._W is None:
             if isinstance(self.factor, RankFactor):
                 self._W = self.network.rank_sensitivities(self.theta, self.cache,
-                                                          self.factor.F)
+                                                          self.factor.columns)
             else:
                 self._W = self.network.sensitivities(self.theta, self.cache,
                                                      self.factor)
@@ -203,7 +203,7 @@ class Linearization:
         """The dual Gram ``J̃ D J̃ᵀ`` of shape (bK, bK) (or (bR, bR))."""
         if isinstance(self.factor, RankFactor):
             return self.network.rank_gram(self.theta, self.cache, self.W,
-                                          self.factor.F, self.D, self.unit_D)
+                                          self.factor.columns, self.D, self.unit_D)
         return self.network.gram(self.theta, self.cache, self.W, self.factor, self.D)
 
     def gauss_newton_matrix(self):
