@@ -33,6 +33,7 @@ from .engine import (
     NoImprovement,
     Problem,
     SolverState,
+    StepFailure,
     TrustDamping,
     resolve_damping,
     step_structure,
@@ -213,7 +214,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "fit_intercept": ["boolean"],
         "regularizer": [StrOptions(set(REGULARIZERS))],
         "mu": [StrOptions({"auto"}), _Number(Real, 0, None, closed="neither")],
-        "tau": [StrOptions({"auto"}), _Number(Real, 0, None, closed="left")],
+        "tau": [StrOptions({"auto", "evidence"}),
+                _Number(Real, 0, None, closed="left")],
         "step_size": [_Number(Real, 0, 1, closed="right")],
         "damping": [StrOptions({"adaptive", "auto", "tau"}),
                     _Number(Real, 0, None, closed="neither")],
@@ -342,12 +344,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return self.tau_, self.tau_path_
         probe = Problem(network, self._loss_object(), self._regularizer_object(),
                         rule, X, Y, sample_weight, regularized=False)
+        criterion = "evidence" if self.tau == "evidence" else _AUTO_TAU_CRITERION
         # a copy: the subsample (more than MAX_GRAM_ROWS rows) does not move
         # the estimator's random stream
         tau, path = select_tau(probe, theta0, copy.deepcopy(rng),
-                               criterion=_AUTO_TAU_CRITERION,
+                               criterion=criterion,
                                response="parameters", tau_min=_AUTO_TAU_MIN)
-        path.update(criterion=_AUTO_TAU_CRITERION, tau_min=_AUTO_TAU_MIN)
+        path.update(criterion=criterion, tau_min=_AUTO_TAU_MIN)
         return (rule if tau is None else tau), path
 
     # --------------------------------------------------------------- helpers
@@ -650,7 +653,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             validation = tuple(a.astype(work, copy=False) for a in validation)
             validation = validation + (scorer,)
         tau_path = None
-        if self.tau != "auto":
+        if self.tau not in ("auto", "evidence"):
             tau = float(self.tau)
         elif incremental or batch_size < X.shape[0]:
             tau = _AUTO_TAU_MINI_BATCH
@@ -682,6 +685,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted.update({name + "_": value for name, value
                        in self._weights(network, theta, dtype).items()})
         fitted.update(records.attributes(result, early_stopping))
+        fitted.update(self._posterior_attributes(network, X, Y, sample_weight, tau,
+                                                 theta, incremental,
+                                                 target_attributes))
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
@@ -694,6 +700,75 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._check_learned(problem, result, unscaled, x_max, penalty0,
                                 theta0, theta)
         return self
+
+    def _posterior_unavailable(self, incremental, tau):
+        """Why no Laplace posterior is computed after this fit, or None."""
+        return "this estimator has no predictive uncertainty"
+
+    def _posterior_attributes(self, network, X, Y, sample_weight, tau, theta,
+                              incremental, target_attributes):
+        """The linearized Laplace posterior at the fitted θ over all training
+        rows (``sklearn_ggn._laplace``), as fitted attributes: the stored
+        factor ``_laplace`` (a dict of plain arrays), ``uncertainty_``,
+        ``log_marginal_likelihood_`` and, for the squared error,
+        ``noise_variance_``."""
+        from . import _laplace
+
+        attributes = {"_laplace": None, "uncertainty_": None,
+                      "log_marginal_likelihood_": None}
+        reason = self._posterior_unavailable(incremental, tau)
+        if reason is not None:
+            attributes["_laplace_unavailable"] = reason
+            return attributes
+        problem = Problem(network, self._loss_object(), self._regularizer_object(),
+                          tau, X.astype(np.float64, copy=False),
+                          Y.astype(np.float64, copy=False),
+                          sample_weight.astype(np.float64, copy=False))
+        rows = int(np.count_nonzero(sample_weight > 0))
+        structure = _laplace.choose_structure(self.uncertainty, network, rows,
+                                              sp.issparse(X))
+        theta = theta.astype(np.float64)
+        try:
+            posterior = _laplace.fit_posterior(problem, theta, structure)
+        except StepFailure as exc:
+            attributes["_laplace_unavailable"] = (
+                f"the Laplace posterior ({structure}) could not be factorized: "
+                f"{exc}")
+            warnings.warn(f"No predictive uncertainty: {attributes['_laplace_unavailable']}."
+                          " Try a larger tau.", UserWarning)
+            return attributes
+        log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
+        posterior["noise_variance"] = sigma2
+        posterior["n_weighted"] = float(np.sum(sample_weight, dtype=np.float64))
+        attributes.update(_laplace=posterior, uncertainty_=structure,
+                          _laplace_unavailable=None,
+                          **self._evidence_attributes(log_z, sigma2, posterior,
+                                                      target_attributes))
+        return attributes
+
+    def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
+        """``log_marginal_likelihood_`` (and the regressor's noise) in the
+        units of y."""
+        return {"log_marginal_likelihood_": log_z}
+
+    def _output_variance(self, X):
+        """``J(x) P⁻¹ J(x)ᵀ`` per row and output (n, K), in training units,
+        for validated X."""
+        from . import _laplace
+
+        posterior = getattr(self, "_laplace", None)
+        if posterior is None:
+            raise ValueError(
+                "No predictive uncertainty is available: "
+                f"{getattr(self, '_laplace_unavailable', 'refit the estimator')}.")
+        network = self._network(X.shape[1], self.output_weights_.shape[1])
+        theta = network.pack(self.hidden_weights_, self.output_weights_,
+                             getattr(self, "hidden_intercept_", None),
+                             getattr(self, "output_intercept_", None),
+                             dtype=np.float64)
+        variance = _laplace.output_variance(network, theta, posterior,
+                                            network.augment(X))
+        return variance / posterior["n_weighted"]
 
     def _validation_scorer(self, validation, labels, target_attributes, dtype):
         """The validation score of ``scoring``: a function of

@@ -449,6 +449,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         "loss": [StrOptions({"squared_error", "poisson", "huber"})],
         "standardize_target": ["boolean"],
         "epsilon": [_Number(Real, 0, None, closed="neither")],
+        "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
+                        None],
     }
 
     def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
@@ -459,10 +461,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
-                 scoring=None, standardize_target=True, epsilon=1.35):
+                 scoring=None, standardize_target=True, epsilon=1.35,
+                 uncertainty="auto"):
         self.loss = loss
         self.standardize_target = standardize_target
         self.epsilon = epsilon
+        self.uncertainty = uncertainty
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -490,6 +494,30 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     def _selects_tau(self):
         return self.loss == "squared_error" and self.solver == "ggn"
+
+    def _posterior_unavailable(self, incremental, tau):
+        if self.uncertainty is None:
+            return "uncertainty=None"
+        if self.loss != "squared_error" or self.solver != "ggn":
+            return (f"the predictive std is defined for loss='squared_error' "
+                    f"fitted by solver='ggn' (this is loss={self.loss!r}, "
+                    f"solver={self.solver!r})")
+        if incremental:
+            return ("partial_fit sees one chunk of the data, and the posterior "
+                    "needs the curvature over the whole training set: call fit")
+        if not tau > 0:
+            return ("tau=0 puts no prior on the weights (the Laplace "
+                    "posterior is improper): use tau > 0")
+        return None
+
+    def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
+        # the density of y is that of the standardized targets divided by
+        # the scale of every output, once per (weighted) row
+        scale = np.asarray(target_attributes.get("target_scale_", 1.0),
+                           dtype=np.float64) * np.ones(self.n_outputs_)
+        log_z -= posterior["n_weighted"] * float(np.sum(np.log(scale)))
+        return {"log_marginal_likelihood_": float(log_z),
+                "noise_variance_": sigma2 * scale**2}
 
     def _full_batch_regression(self):
         # Huber in full batch too: on friedman1 (600 rows, 10 % of the
@@ -615,13 +643,19 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         """
         return self._fit(X, y, sample_weight, incremental=True)
 
-    def predict(self, X):
-        """Predict with the trained network.
+    def predict(self, X, return_std=False):
+        """Predict with the trained network, optionally with the predictive std.
 
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Inputs.
+        return_std : bool, default=False
+            Also return the standard deviation of a new observation at each
+            input under the linearized Laplace approximation of the fit
+            (``loss="squared_error"`` fitted by ``fit``; see
+            ``uncertainty``), in the units of ``y`` and with the noise
+            included: ``sqrt(noise_variance_ + J(x) P⁻¹ J(x)ᵀ)``.
 
         Returns
         -------
@@ -630,6 +664,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             one-dimensional when ``y`` was in ``fit``. With
             ``loss="poisson"`` the predicted mean ``exp(Φ)`` (times
             ``target_scale_``).
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Standard deviation of the predictive distribution of ``y`` at
+            each input (only with ``return_std=True``), shaped as ``y_pred``.
         """
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
@@ -642,9 +679,20 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         mean = np.asarray(getattr(self, "target_mean_", 0.0), dtype=out.dtype)
         with np.errstate(over="ignore"):
             out = out * scale + mean
-        if getattr(self, "_y_ndim", 2) == 1:
-            return out[:, 0]
-        return out
+        one_dimensional = getattr(self, "_y_ndim", 2) == 1
+        if not return_std:
+            return out[:, 0] if one_dimensional else out
+        # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
+        sigma2 = self._laplace["noise_variance"] if getattr(
+            self, "_laplace", None) is not None else None
+        variance = self._output_variance(X)
+        variance *= sigma2 / self.n_outputs_
+        variance += sigma2
+        std = (np.sqrt(variance) * np.asarray(getattr(self, "target_scale_", 1.0),
+                                              dtype=np.float64)).astype(out.dtype)
+        if one_dimensional:
+            return out[:, 0], std[:, 0]
+        return out, std
 
 
 class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
