@@ -754,6 +754,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         **BaseGGNScore._parameter_constraints,
         "loss": [StrOptions({"log_loss", "squared_error"})],
         "class_weight": [dict, list, StrOptions({"balanced"}), None],
+        "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
+                        None],
+        "predictive": [StrOptions({"map", "probit"})],
     }
 
     def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
@@ -764,9 +767,12 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
-                 scoring=None, class_weight=None):
+                 scoring=None, class_weight=None, uncertainty="auto",
+                 predictive="map"):
         self.loss = loss
         self.class_weight = class_weight
+        self.uncertainty = uncertainty
+        self.predictive = predictive
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -793,6 +799,21 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         if self.loss != "log_loss":
             return SquaredError()
         return MultilabelLogLoss() if self._multilabel else LogLoss()
+
+    def _posterior_unavailable(self, incremental, tau):
+        if self.uncertainty is None:
+            return "uncertainty=None"
+        if self.loss != "log_loss" or self.solver != "ggn":
+            return (f"the Laplace posterior is defined for loss='log_loss' "
+                    f"fitted by solver='ggn' (this is loss={self.loss!r}, "
+                    f"solver={self.solver!r})")
+        if incremental:
+            return ("partial_fit sees one chunk of the data, and the posterior "
+                    "needs the curvature over the whole training set: call fit")
+        if not tau > 0:
+            return ("tau=0 puts no prior on the weights (the Laplace "
+                    "posterior is improper): use tau > 0")
+        return None
 
     def _class_sample_weight(self, Y):
         if self.class_weight is None:
@@ -1047,6 +1068,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             Softmax (or sigmoid) of the logits; for multilabel targets each
             label's probability (rows need not sum to one).
         """
+        if self.predictive == "probit" and getattr(self, "_laplace",
+                                                   None) is not None:
+            return self._probit_proba(X)
         scores = self.decision_function(X)
         if self._multilabel:  # independent sigmoids: rows need not sum to 1
             return MultilabelLogLoss().probabilities(scores)
@@ -1055,6 +1079,27 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             # float32 ulps when σ(z) is near 1
             return expit(np.column_stack([-scores, scores]))
         return LogLoss().probabilities(scores)
+
+    def _probit_proba(self, X):
+        """The probit approximation of the linearized Laplace predictive:
+        each logit ``f_c ~ N(μ_c, v_c)`` is shrunk to
+        ``μ_c / sqrt(1 + π v_c / 8)`` before the sigmoid (exact to within
+        0.02 for one logit, MacKay 1992) or the softmax (the per-class
+        generalization)."""
+        check_is_fitted(self, ["hidden_weights_", "output_weights_"])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                          accept_sparse=_ACCEPT_SPARSE)
+        dtype = self.hidden_weights_.dtype
+        logits = self._raw_output(X.astype(dtype, copy=False)).astype(np.float64)
+        variance = self._output_variance(X)
+        logits /= np.sqrt(1.0 + np.pi * variance / 8.0)
+        if self._multilabel:
+            proba = MultilabelLogLoss().probabilities(logits)
+        elif logits.shape[1] == 1:
+            proba = expit(np.column_stack([-logits[:, 0], logits[:, 0]]))
+        else:
+            proba = LogLoss().probabilities(logits)
+        return proba.astype(dtype, copy=False)
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
