@@ -44,4 +44,4 @@ Peer comparison:
 
 BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "uci", "startup",
               "grid_search", "scaling", "sparse_input", "pyscsopt_peer",
-              "row_cost", "float32")
+              "row_cost", "float32", "uncertainty")

@@ -701,6 +701,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                 theta0, theta)
         return self
 
+    # the prior of the Laplace posterior: the fit's ("fitted"), or scaled by
+    # the evidence at the fitted weights ("evidence"; see _laplace)
+    _posterior_prior_scale = "fitted"
+
     def _posterior_unavailable(self, incremental, tau):
         """Why no Laplace posterior is computed after this fit, or None."""
         return "this estimator has no predictive uncertainty"
@@ -729,7 +733,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                               sp.issparse(X))
         theta = theta.astype(np.float64)
         try:
-            posterior = _laplace.fit_posterior(problem, theta, structure)
+            posterior = _laplace.fit_posterior(problem, theta, structure,
+                                               self._posterior_prior_scale)
         except StepFailure as exc:
             attributes["_laplace_unavailable"] = (
                 f"the Laplace posterior ({structure}) could not be factorized: "

@@ -788,6 +788,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
 
     # whether the last fit's y was a multilabel indicator matrix
     _multilabel = False
+    # the predictive's prior precision is scaled by the evidence at the
+    # fitted weights (docs: the fit's own prior at a small tau made the
+    # probit probabilities far too uncertain)
+    _posterior_prior_scale = "evidence"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

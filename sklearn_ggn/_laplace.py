@@ -112,7 +112,7 @@ def _last_layer_parts(network, D):
     return D[network.n_hidden_params:]
 
 
-def fit_posterior(problem, theta, structure):
+def fit_posterior(problem, theta, structure, prior_scale="fitted"):
     """The factored ``B`` of the module docstring at θ on all training rows.
 
     Parameters
@@ -122,14 +122,27 @@ def fit_posterior(problem, theta, structure):
     theta : ndarray of shape (p,)
         The fitted parameters.
     structure : {"dual", "primal", "last_layer"}
+    prior_scale : {"fitted", "evidence"}, default="fitted"
+        ``"fitted"``: the prior is the fit's, precision ``α ḡ''(θ*)``.
+        ``"evidence"``: its precision is multiplied by the ``c`` that
+        maximizes the evidence at θ* (θ* held fixed),
+
+            ``log Z(c) = const − c α Σ ḡ(θ*) − ½ Σ_i log(1 + λ_i / c)``,
+
+        λ the eigenvalues of ``G = J̃ D J̃ᵀ`` (of ``D^{1/2} J̃ᵀ J̃ D^{1/2}``
+        for the primal and last-layer forms), by MacKay's fixed point
+        ``c = γ(c) / (2 α Σ ḡ(θ*))``, ``γ(c) = Σ λ_i / (λ_i + c)``. For the
+        log loss only (``α = N τ``); the last layer scales its own prior.
 
     Returns
     -------
     posterior : dict
         Plain arrays and numbers: ``"structure"``, ``"factor"`` (a lower
-        Cholesky factor), ``"logdet"`` (``log det(B D)``), ``"dof"`` (the
-        effective number of parameters ``tr(J̃ B⁻¹ J̃ᵀ)``), ``"D"`` and, for
-        ``"dual"``, the training inputs ``"Xa"`` and factors ``"A"``.
+        Cholesky factor), ``"logdet"`` (``log det(B D)`` at the fit's
+        prior), ``"dof"`` (the effective number of parameters
+        ``tr(J̃ B⁻¹ J̃ᵀ)``), ``"prior_scale"`` (c), ``"D"`` (``B``'s prior
+        variances, divided by c) and, for ``"dual"``, the training inputs
+        ``"Xa"`` and factors ``"A"``.
 
     Raises
     ------
@@ -143,47 +156,80 @@ def fit_posterior(problem, theta, structure):
     evaluation = problem.evaluate(theta, batch)
     lin, _ = problem.linearize(theta, batch, evaluation, problem.tau, np.float64,
                                curvature="exact", hessian="diagonal")
-    D = _as64(lin.D)
+    D = np.array(lin.D, dtype=np.float64)
     A = _dense(lin.factor)  # (b, K, K): J̃_k = A_kᵀ J_k
-    posterior = {"structure": structure, "D": D}
+    K = network.n_outputs
+    last = structure == "last_layer"
+    first = network.n_hidden_params if last else 0
     if structure == "dual":
-        G = lin.gram()
-        m = G.shape[0]
-        G.flat[:: m + 1] += 1.0
-        L = cholesky(G)
+        data = lin.gram()  # G
+        spectrum = data
+    else:
+        Dpart = D[first:]
+        p = Dpart.shape[0]
+        if last:
+            data = np.zeros((p, p))
+            for block in _row_blocks(batch.Xa.shape[0], 8 * K * p * 2):
+                Xc = batch.Xa[block]
+                Xc = _as64(Xc.toarray() if sp.issparse(Xc) else Xc)
+                Jt = np.einsum("kcr,kcp->krp", A[block],
+                               jacobian_rows(network, theta, Xc, "last_layer"))
+                Jt = Jt.reshape(-1, p)
+                data += Jt.T @ Jt
+        else:
+            data = lin.gauss_newton_matrix()  # J̃ᵀ J̃
+        root = np.sqrt(Dpart)
+        spectrum = root[:, None] * data * root[None, :]
+    scale, logdet_fitted = 1.0, None
+    if prior_scale == "evidence":
+        lam = np.clip(np.linalg.eigvalsh(spectrum), 0.0, None)
+        logdet_fitted = float(np.sum(np.log1p(lam)))
+        energy = (float(np.sum(problem.sample_weight)) * problem.tau
+                  * float(problem.regularizer.value_sum(theta[first:])))
+        scale = _evidence_scale(lam, energy)
+        D[first:] /= scale
+    del spectrum
+    posterior = {"structure": structure, "D": D, "prior_scale": scale}
+    if structure == "dual":
+        m = data.shape[0]
+        data /= scale
+        data.flat[:: m + 1] += 1.0
+        L = cholesky(data)
         inverse = solve_triangular(L, np.eye(m), lower=True, check_finite=False)
         posterior.update(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
                          dof=float(m - np.sum(inverse * inverse)),
                          Xa=_as64(batch.Xa.toarray() if sp.issparse(batch.Xa)
                                   else batch.Xa),
                          A=_as64(A))
-        return posterior
-    last = structure == "last_layer"
-    Xa = batch.Xa
-    K = network.n_outputs
-    Dpart = _last_layer_parts(network, D) if last else D
-    p = Dpart.shape[0]
-    if last:
-        B = np.zeros((p, p))
-        for rows_ in _row_blocks(Xa.shape[0], 8 * K * p * 2):
-            Xc = Xa[rows_]
-            Xc = _as64(Xc.toarray() if sp.issparse(Xc) else Xc)
-            Jt = np.einsum("kcr,kcp->krp", A[rows_],
-                           jacobian_rows(network, theta, Xc, "last_layer"))
-            Jt = Jt.reshape(-1, p)
-            B += Jt.T @ Jt
     else:
-        B = lin.gauss_newton_matrix()
-    B.flat[:: p + 1] += 1.0 / Dpart
-    L = cholesky(B)
-    inverse = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
-    # tr(J̃ B⁻¹ J̃ᵀ) = p − tr(B⁻¹ D⁻¹), diag(B⁻¹) = column sums of (L⁻¹)²
-    dof = float(p - np.sum(np.sum(inverse * inverse, axis=0) / Dpart))
-    posterior.update(factor=L,
-                     logdet=2.0 * float(np.sum(np.log(np.diag(L))))
-                     + float(np.sum(np.log(Dpart))),
-                     dof=dof)
+        Dpart = D[first:]
+        data.flat[:: p + 1] += 1.0 / Dpart
+        L = cholesky(data)
+        inverse = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
+        # tr(J̃ B⁻¹ J̃ᵀ) = p − tr(B⁻¹ D⁻¹), diag(B⁻¹) = column sums of (L⁻¹)²
+        posterior.update(factor=L,
+                         logdet=2.0 * float(np.sum(np.log(np.diag(L))))
+                         + float(np.sum(np.log(Dpart))),
+                         dof=float(p - np.sum(np.sum(inverse * inverse, axis=0)
+                                              / Dpart)))
+    if logdet_fitted is not None:
+        posterior["logdet"] = logdet_fitted
     return posterior
+
+
+def _evidence_scale(lam, energy, iterations=200):
+    """MacKay's fixed point ``c = γ(c) / (2 E)``, ``γ(c) = Σ λ / (λ + c)``,
+    of ``max_c −c E − ½ Σ log(1 + λ / c)`` (1 when E or λ vanish)."""
+    if not (energy > 0 and np.any(lam > 0)):
+        return 1.0
+    c = 1.0
+    for _ in range(iterations):
+        updated = float(np.sum(lam / (lam + c))) / (2.0 * energy)
+        updated = min(max(updated, 1e-8), 1e8)
+        if abs(updated - c) <= 1e-10 * c:
+            return updated
+        c = updated
+    return c
 
 
 def output_variance(network, theta, posterior, Xa):

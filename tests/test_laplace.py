@@ -270,3 +270,81 @@ def test_tau_evidence_chooses_from_its_curve():
     allowed = path["tau"] >= path["tau_min"]
     best = path["tau"][allowed][np.argmin(path["evidence"][allowed])]
     assert reg.tau_ == best
+
+
+def _classifier_reference(clf, X, y, X_test, last_layer=False):
+    """(probit probabilities at X_test, log evidence, prior scale c) from
+    the definitions: Λ_k = diag π_k − π_k π_kᵀ (π(1 − π) for one logit),
+    P = N (Σ_k s_k J_kᵀ Λ_k J_k + c τ diag ḡ''(θ*)), c maximizing the
+    evidence at θ*."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import expit, softmax
+
+    dense, theta, _ = _dense(clf)
+    n, K = dense.n, dense.K
+    N = X.shape[0]
+    codes = np.searchsorted(clf.classes_, y)
+    logits = dense.forward(X)
+    if K == 1:
+        pi = expit(logits[:, 0])
+        Lam = (pi * (1 - pi))[:, None, None]
+        risk = -np.mean(np.where(codes == 1, np.log(pi), np.log(1 - pi)))
+    else:
+        pi = softmax(logits, axis=1)
+        Lam = np.einsum("kc,cd->kcd", pi, np.eye(K)) - np.einsum("kc,kd->kcd",
+                                                                  pi, pi)
+        risk = -np.mean(np.log(pi[np.arange(N), codes]))
+    J = dense.jacobian(X).reshape(N, K, -1)
+    J_test = dense.jacobian(X_test)
+    reg_obj = REGULARIZERS[clf.regularizer](np.sqrt(n))
+    curvature = reg_obj.hessian(theta)
+    tau = clf.tau_
+    part = slice(theta.size - (n * K + K), None) if last_layer else slice(None)
+    J, J_test, curv = J[:, :, part], J_test[:, part], curvature[part]
+    data = np.einsum("kcp,kcd,kdq->pq", J, Lam, J) / N
+    root = 1.0 / np.sqrt(tau * curv)
+    lam = np.linalg.eigvalsh(root[:, None] * data * root[None, :])
+    energy = N * tau * reg_obj.value(theta[part]).sum()
+
+    def negative_evidence(log_c):
+        c = np.exp(log_c)
+        return c * energy + 0.5 * np.sum(np.log1p(np.clip(lam, 0, None) / c))
+
+    c = np.exp(minimize_scalar(negative_evidence, bounds=(-15, 15),
+                               method="bounded", options={"xatol": 1e-10}).x)
+    precision = N * (data + c * tau * np.diag(curv))
+    var = np.einsum("rp,pq,rq->r", J_test, np.linalg.inv(precision),
+                    J_test).reshape(-1, K)
+    shrunk = dense.forward(X_test) / np.sqrt(1 + np.pi * var / 8)
+    if K == 1:
+        proba = expit(np.column_stack([-shrunk[:, 0], shrunk[:, 0]]))
+    else:
+        proba = softmax(shrunk, axis=1)
+    logdet = np.linalg.slogdet(data + tau * np.diag(curv))[1] - np.sum(
+        np.log(tau * curv))
+    log_z = -N * risk - N * tau * reg_obj.value(theta).sum() - 0.5 * logdet
+    return proba, log_z, c
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_probit_matches_dense_reference(structure, n_classes):
+    from sklearn_ggn import GGNScoreClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(30),
+                    np.quantile(X[:, 0], np.linspace(0, 1, n_classes + 1)[1:-1]))
+    X_test = 2.0 * rng.standard_normal((6, 3))
+    clf = GGNScoreClassifier(n_hidden=5, tau=0.02, max_iter=8, random_state=0,
+                             uncertainty=structure).fit(X, y)
+    plain = clf.predict_proba(X_test)
+    clf.set_params(predictive="probit")
+    proba = clf.predict_proba(X_test)
+    ref_proba, log_z, _ = _classifier_reference(clf, X, y, X_test,
+                                                last_layer=structure == "last_layer")
+    np.testing.assert_allclose(proba, ref_proba, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(clf.log_marginal_likelihood_, log_z, rtol=1e-8)
+    # the probit shrinks the logits towards zero: never more confident
+    assert np.all(proba.max(axis=1) <= plain.max(axis=1) + 1e-12)
+    np.testing.assert_allclose(clf.predict_log_proba(X_test), np.log(proba))
