@@ -358,7 +358,7 @@ def _plots(raw, mode, stamp):
                              for n in names], 0.2, label=model)
         ax2.bar(x + offset, [_mean(raw["regression"][n]["runs"], model, "nll")
                              for n in names], 0.2, label=model)
-    ax1.axhspan(0.90, 0.985, color="0.9")
+    ax1.axhspan(0.90, 0.985, color="0.9", zorder=0)
     ax1.axhline(0.95, color="k", lw=0.8)
     ax1.set_ylim(0.5, 1.0)
     ax1.set_title("coverage of the 95 % interval")

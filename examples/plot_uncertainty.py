@@ -62,7 +62,8 @@ X, labels = make_classification(300 if QUICK else 1500, 20, n_informative=8,
 X_train, X_test, y_train, y_test = train_test_split(X, labels, test_size=0.3,
                                                     random_state=0)
 scaler = StandardScaler().fit(X_train)
-clf = GGNScoreClassifier(max_iter=MAX_ITER, random_state=0)
+clf = GGNScoreClassifier(n_hidden=30 if QUICK else 100, max_iter=MAX_ITER,
+                         random_state=0)
 clf.fit(scaler.transform(X_train), y_train)
 probas = {"map": clf.predict_proba(scaler.transform(X_test))}
 clf.set_params(predictive="probit")
