@@ -113,7 +113,7 @@ def expected_calibration_error(proba, y, bins=15):
     correct = proba.argmax(axis=1) == y
     edges = np.linspace(0.0, 1.0, bins + 1)
     ece = 0.0
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         inside = (confidence > lo) & (confidence <= hi)
         if inside.any():
             ece += inside.mean() * abs(correct[inside].mean()
@@ -126,7 +126,7 @@ def reliability(proba, y, bins=10):
     correct = proba.argmax(axis=1) == y
     edges = np.linspace(0.0, 1.0, bins + 1)
     mids, accs = [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         inside = (confidence > lo) & (confidence <= hi)
         if inside.sum() >= 5:
             mids.append(float(confidence[inside].mean()))
@@ -384,7 +384,7 @@ def _plots(raw, mode, stamp):
     figures.append(save_figure(fig, NAME, mode, stamp))
 
     fig, axes = new_figure(len(raw["classification"]), width=4.0)
-    for ax, (name, res) in zip(axes, raw["classification"].items()):
+    for ax, (name, res) in zip(axes, raw["classification"].items(), strict=True):
         run = res["runs"][0]
         for model in ("map", "probit", "mlp"):
             ax.plot(*run[model]["reliability"], "o-", label=model)

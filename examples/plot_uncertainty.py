@@ -75,7 +75,8 @@ def reliability(proba, y, bins=8):
     edges = np.linspace(0, 1, bins + 1)
     rows = [(confidence[m].mean(), correct[m].mean())
             for m in ((confidence > lo) & (confidence <= hi)
-                      for lo, hi in zip(edges[:-1], edges[1:])) if m.sum() >= 5]
+                      for lo, hi in zip(edges[:-1], edges[1:], strict=True))
+            if m.sum() >= 5]
     return np.array(rows).T
 
 

@@ -739,8 +739,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             attributes["_laplace_unavailable"] = (
                 f"the Laplace posterior ({structure}) could not be factorized: "
                 f"{exc}")
-            warnings.warn(f"No predictive uncertainty: {attributes['_laplace_unavailable']}."
-                          " Try a larger tau.", UserWarning)
+            warnings.warn("No predictive uncertainty: "
+                          f"{attributes['_laplace_unavailable']}. Try a larger "
+                          "tau.", UserWarning)
             return attributes
         log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
         posterior["noise_variance"] = sigma2

@@ -107,11 +107,6 @@ def _row_blocks(b, per_row_bytes):
         yield slice(k0, min(b, k0 + rows))
 
 
-def _last_layer_parts(network, D):
-    """The output weights' and bias' entries of D (flat, in θ's order)."""
-    return D[network.n_hidden_params:]
-
-
 def fit_posterior(problem, theta, structure, prior_scale="fitted"):
     """The factored ``B`` of the module docstring at θ on all training rows.
 
@@ -247,7 +242,6 @@ def output_variance(network, theta, posterior, Xa):
     out = np.empty((b, K))
     last = structure == "last_layer"
     p = (network.n_params - network.n_hidden_params) if last else network.n_params
-    Dpart = _last_layer_parts(network, D) if last else D
     for rows in _row_blocks(b, 8 * K * p * 3):
         Xc = Xa[rows]
         Xc = _as64(Xc.toarray() if sp.issparse(Xc) else Xc)

@@ -6,6 +6,7 @@ explicit inverse and log-determinant."""
 
 import numpy as np
 import pytest
+from naive import DenseNetwork
 from scipy.stats import norm
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.pipeline import make_pipeline
@@ -15,8 +16,6 @@ from sklearn_ggn import GGNScoreRegressor
 from sklearn_ggn._regularizers import REGULARIZERS
 from sklearn_ggn._tau import smoother_criteria
 from sklearn_ggn.datasets import make_teacher_student
-
-from naive import DenseNetwork
 
 STRUCTURES = ["dual", "primal", "last_layer"]
 
@@ -252,7 +251,7 @@ def test_linearized_evidence_criterion_matches_dense_likelihood():
     z = rng.standard_normal(12)
     taus = np.array([1e-3, 1e-1, 10.0])
     curve = smoother_criteria(G, z, taus)["evidence"]
-    for tau, value in zip(taus, curve):
+    for tau, value in zip(taus, curve, strict=True):
         C = np.eye(12) + G / tau
         c = z @ np.linalg.solve(C, z) / 12
         nll = 0.5 * (np.linalg.slogdet(2 * np.pi * c * C)[1]
