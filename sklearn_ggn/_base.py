@@ -729,8 +729,16 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                           Y.astype(np.float64, copy=False),
                           sample_weight.astype(np.float64, copy=False))
         rows = int(np.count_nonzero(sample_weight > 0))
-        structure = _laplace.choose_structure(self.uncertainty, network, rows,
-                                              sp.issparse(X))
+        try:
+            structure = _laplace.choose_structure(self.uncertainty, network, rows,
+                                                  sp.issparse(X))
+        except MemoryError as exc:
+            # the fit itself succeeded: keep it, with the structure that fits
+            warnings.warn(f"uncertainty={self.uncertainty!r} does not fit in "
+                          f"memory ({exc}); the Laplace posterior is computed "
+                          "for the last layer only (uncertainty='last_layer').",
+                          UserWarning)
+            structure = "last_layer"
         theta = theta.astype(np.float64)
         try:
             posterior = _laplace.fit_posterior(problem, theta, structure,

@@ -1153,8 +1153,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
-            Softmax (or sigmoid) of the logits; for multilabel targets each
-            label's probability (rows need not sum to one).
+            Softmax (or sigmoid) of the logits, shrunk by their posterior
+            variance with ``predictive="probit"``; for multilabel targets
+            each label's probability (rows need not sum to one).
         """
         if self.predictive == "probit" and getattr(self, "_laplace",
                                                    None) is not None:

@@ -277,12 +277,24 @@ def choose_structure(requested, network, n_rows, sparse_input=False,
     :data:`MAX_DUAL_ROWS`, p at most :data:`MAX_PRIMAL_PARAMS`), and
     ``"last_layer"`` when neither is (or for sparse inputs, which the dual
     form would keep densified).
+
+    Raises
+    ------
+    MemoryError
+        When an explicitly requested ``"dual"`` or ``"primal"`` form does not
+        fit in the available memory.
     """
-    if requested != "auto":
-        return requested
     from . import _memory
 
     K = network.n_outputs
+    if requested == "last_layer":
+        return requested
+    if requested != "auto":
+        # an explicit exact form passes the step's memory check too
+        _memory.choose_linear_solver(requested, n_rows, network.n_features,
+                                     network.n_hidden, K, network.fit_intercept,
+                                     available_bytes=available_bytes)
+        return requested
     allowed = []
     if n_rows * K <= MAX_DUAL_ROWS and not sparse_input:
         allowed.append("dual")

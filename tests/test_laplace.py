@@ -347,3 +347,24 @@ def test_classifier_probit_matches_dense_reference(structure, n_classes):
     # the probit shrinks the logits towards zero: never more confident
     assert np.all(proba.max(axis=1) <= plain.max(axis=1) + 1e-12)
     np.testing.assert_allclose(clf.predict_log_proba(X_test), np.log(proba))
+
+
+def test_explicit_exact_form_that_does_not_fit_falls_back(monkeypatch):
+    """The memory check of the step applies to the posterior: an exact form
+    asked for but too large warns and keeps the last layer's."""
+    monkeypatch.setenv("SKLEARN_GGN_AVAILABLE_MEMORY", "64M")
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0,
+                            uncertainty="primal")
+    from sklearn_ggn import _laplace
+    from sklearn_ggn._network import TwoLayerNetwork
+    with pytest.raises(MemoryError):
+        _laplace.choose_structure("dual", TwoLayerNetwork(3, 5, 1, 1.0, "silu",
+                                                          True), 10**6)
+    monkeypatch.setattr(_laplace, "choose_structure",
+                        lambda *args, **kwargs: (_ for _ in ()).throw(
+                            MemoryError("too large")))
+    with pytest.warns(UserWarning, match="last layer only"):
+        reg.fit(X, y)
+    assert reg.uncertainty_ == "last_layer"
+    assert reg.predict(X_test, return_std=True)[1].shape == (7,)
