@@ -59,7 +59,7 @@ _SHARED_PARAMETERS = """
         tune it together with ``tau`` by ``GridSearchCV``. The evidence is
         on the documentation's defaults page.
 
-    tau : float or "auto", default="auto"
+    tau : float, "auto" or "evidence", default="auto"
         Regularization strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. It
         trades training fit for smaller, sparser weights: with a curvature
         method that reaches the optimum, a tiny τ lets the network
