@@ -68,8 +68,9 @@ def jacobian_rows(network, theta, Xa, units=None):
     ----------
     network : TwoLayerNetwork
     theta : ndarray of shape (p,)
-    Xa : ndarray of shape (b, d̂)
-        Augmented inputs (dense).
+    Xa : ndarray or sparse matrix of shape (b, d̂)
+        Augmented inputs (dense but for ``units="last_layer"``, which needs
+        only the hidden activations).
     units : bool, default=None
         ``"last_layer"``: only the columns of the output weights and bias.
 
@@ -165,8 +166,8 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         if last:
             data = np.zeros((p, p))
             for block in _row_blocks(batch.Xa.shape[0], 8 * K * p * 2):
+                # (the last layer needs only ρ: sparse rows stay sparse)
                 Xc = batch.Xa[block]
-                Xc = _as64(Xc.toarray() if sp.issparse(Xc) else Xc)
                 Jt = np.einsum("kcr,kcp->krp", A[block],
                                jacobian_rows(network, theta, Xc, "last_layer"))
                 Jt = Jt.reshape(-1, p)
@@ -244,7 +245,8 @@ def output_variance(network, theta, posterior, Xa):
     p = (network.n_params - network.n_hidden_params) if last else network.n_params
     for rows in _row_blocks(b, 8 * K * p * 3):
         Xc = Xa[rows]
-        Xc = _as64(Xc.toarray() if sp.issparse(Xc) else Xc)
+        if sp.issparse(Xc) and not last:  # a block of rows, as the primal step
+            Xc = Xc.toarray()
         J = jacobian_rows(network, theta, Xc, structure).reshape(-1, p)
         if structure != "dual":
             # J B⁻¹ Jᵀ = ‖L⁻¹ Jᵀ‖² column by column
@@ -275,8 +277,9 @@ def choose_structure(requested, network, n_rows, sparse_input=False,
     rows, :func:`~sklearn_ggn._memory.choose_linear_solver` for memory)
     prefers among those whose stored factor is small (order m·K at most
     :data:`MAX_DUAL_ROWS`, p at most :data:`MAX_PRIMAL_PARAMS`), and
-    ``"last_layer"`` when neither is (or for sparse inputs, which the dual
-    form would keep densified).
+    ``"last_layer"`` when neither is, and for sparse inputs (the dual form
+    would keep them densified and the primal one densifies blocks of rows;
+    the last layer needs only the hidden activations).
 
     Raises
     ------
@@ -287,8 +290,8 @@ def choose_structure(requested, network, n_rows, sparse_input=False,
     from . import _memory
 
     K = network.n_outputs
-    if requested == "last_layer":
-        return requested
+    if requested == "last_layer" or (requested == "auto" and sparse_input):
+        return "last_layer"
     if requested != "auto":
         # an explicit exact form passes the step's memory check too
         _memory.choose_linear_solver(requested, n_rows, network.n_features,

@@ -368,3 +368,17 @@ def test_explicit_exact_form_that_does_not_fit_falls_back(monkeypatch):
         reg.fit(X, y)
     assert reg.uncertainty_ == "last_layer"
     assert reg.predict(X_test, return_std=True)[1].shape == (7,)
+
+
+def test_sparse_inputs_take_the_last_layer_without_densifying():
+    import scipy.sparse as sp
+
+    X, y, X_test = _data(m=40)
+    X[np.abs(X) < 0.7] = 0.0
+    params = dict(n_hidden=6, tau=0.05, max_iter=4, random_state=0)
+    sparse = GGNScoreRegressor(**params).fit(sp.csr_array(X), y)
+    assert sparse.uncertainty_ == "last_layer"
+    dense = GGNScoreRegressor(uncertainty="last_layer", **params).fit(X, y)
+    np.testing.assert_allclose(
+        sparse.predict(sp.csr_array(X_test), return_std=True)[1],
+        dense.predict(X_test, return_std=True)[1], rtol=1e-6)
