@@ -1172,9 +1172,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     def _probit_proba(self, X):
         """The probit approximation of the linearized Laplace predictive:
         each logit ``f_c ~ N(μ_c, v_c)`` is shrunk to
-        ``μ_c / sqrt(1 + π v_c / 8)`` before the sigmoid (exact to within
-        0.02 for one logit, MacKay 1992) or the softmax (the per-class
-        generalization)."""
+        ``μ_c / sqrt(1 + π v_c / 8)`` before the sigmoid (for one logit
+        MacKay's approximation of E σ(f), within 0.03 of it for every μ
+        and v) or the softmax (the per-class generalization)."""
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
