@@ -35,6 +35,10 @@ Benchmarks (numbered as in the performance issue):
     (the panel's real data when found via ``SKLEARN_GGN_DATA``, generated
     data otherwise).
 
+12. ``uncertainty`` — predictive std of the regressor (coverage, NLL, RMSE
+    against an MLP with a plug-in std), the classifier's probit
+    probabilities (log-loss, calibration error) and the evidence over τ.
+
 Peer comparison:
 
 * ``pyscsopt_peer`` — one full-batch step against the authors' Python package
@@ -44,4 +48,4 @@ Peer comparison:
 
 BENCHMARKS = ("step_cost", "time_to_accuracy", "mnist_epoch", "uci", "startup",
               "grid_search", "scaling", "sparse_input", "pyscsopt_peer",
-              "row_cost", "float32")
+              "row_cost", "float32", "uncertainty")

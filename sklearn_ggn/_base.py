@@ -34,6 +34,7 @@ from .engine import (
     NoImprovement,
     Problem,
     SolverState,
+    StepFailure,
     TrustDamping,
     resolve_damping,
     step_structure,
@@ -72,9 +73,10 @@ class FitPlan(NamedTuple):
         Whether every step sees all rows (never for ``partial_fit``).
     float64_work : bool
         Whether a float32 fit computes in float64 (small full batches).
-    tau_rule : {"given", "mini_batch", "samples", "gcv"}
+    tau_rule : {"given", "mini_batch", "samples", "select"}
         How τ is set: the parameter, the mini-batch value, ``10 / Σw``, or
-        generalized cross-validation from there.
+        chosen from there by generalized cross-validation (``tau="auto"``)
+        or the evidence (``tau="evidence"``).
     curvature, hessian : str
         The step's output curvature and H ("auto" resolved).
     structured : bool
@@ -137,8 +139,9 @@ def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
       ``partial_fit`` streams chunks of a larger set: always the mini-batches.
     * A full-batch fit of up to ``_AUTO_FULL_BATCH_ROWS`` rows computes in
       float64 (its solves to convergence amplify float32 rounding).
-    * ``tau="auto"``: ``_AUTO_TAU_MINI_BATCH`` on mini-batches, else
-      ``10 / Σw`` (capped), refined by GCV where ``selects_tau``.
+    * ``tau="auto"`` (and ``"evidence"``): ``_AUTO_TAU_MINI_BATCH`` on
+      mini-batches, else ``10 / Σw`` (capped), refined by GCV (or the
+      evidence) where ``selects_tau``.
     * ``line_search="auto"``: in full batch, and on the exact step's
       mini-batches; not on the structured step's (the adaptive damping's
       test on the next batch guards them).
@@ -162,12 +165,12 @@ def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
                           "training samples; using a full batch.")
         batch_size = min(size, n_samples)
     full_batch = batch_size >= n_samples and not incremental
-    if params["tau"] != "auto":
+    if params["tau"] not in ("auto", "evidence"):
         tau_rule = "given"
     elif not full_batch:
         tau_rule = "mini_batch"
     else:
-        tau_rule = "gcv" if selects_tau else "samples"
+        tau_rule = "select" if selects_tau else "samples"
     line_search = params["line_search"]
     if line_search == "auto":
         line_search = full_batch or not structured
@@ -339,7 +342,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "fit_intercept": ["boolean"],
         "regularizer": [StrOptions(set(REGULARIZERS))],
         "mu": [StrOptions({"auto"}), _Number(Real, 0, None, closed="neither")],
-        "tau": [StrOptions({"auto"}), _Number(Real, 0, None, closed="left")],
+        "tau": [StrOptions({"auto", "evidence"}),
+                _Number(Real, 0, None, closed="left")],
         "step_size": [_Number(Real, 0, 1, closed="right")],
         "damping": [StrOptions({"adaptive", "auto", "tau"}),
                     _Number(Real, 0, None, closed="neither")],
@@ -468,12 +472,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return self.tau_, self.tau_path_
         probe = Problem(network, self._loss_object(), self._regularizer_object(),
                         rule, X, Y, sample_weight, regularized=False)
+        criterion = "evidence" if self.tau == "evidence" else _AUTO_TAU_CRITERION
         # a copy: the subsample (more than MAX_GRAM_ROWS rows) does not move
         # the estimator's random stream
         tau, path = select_tau(probe, theta0, copy.deepcopy(rng),
-                               criterion=_AUTO_TAU_CRITERION,
+                               criterion=criterion,
                                response="parameters", tau_min=_AUTO_TAU_MIN)
-        path.update(criterion=_AUTO_TAU_CRITERION, tau_min=_AUTO_TAU_MIN)
+        path.update(criterion=criterion, tau_min=_AUTO_TAU_MIN)
         return (rule if tau is None else tau), path
 
     # --------------------------------------------------------------- helpers
@@ -730,7 +735,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             tau = _AUTO_TAU_MINI_BATCH
         else:
             tau = _rule_tau(sample_weight)
-            if plan.tau_rule == "gcv":
+            if plan.tau_rule == "select":
                 tau, tau_path = self._select_tau(network, X, Y, sample_weight,
                                                  theta0, tau, rng, fresh_start)
         fitted["tau_"] = tau
@@ -756,6 +761,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted.update({name + "_": value for name, value
                        in self._weights(network, theta, dtype).items()})
         fitted.update(records.attributes(result, early_stopping))
+        fitted.update(self._posterior_attributes(network, X, Y, sample_weight, tau,
+                                                 theta, incremental,
+                                                 target_attributes))
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
@@ -768,6 +776,89 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._check_learned(problem, result, unscaled, x_max, penalty0,
                                 theta0, theta)
         return self
+
+    # the prior of the Laplace posterior: the fit's ("fitted"), or scaled by
+    # the evidence at the fitted weights ("evidence"; see _laplace)
+    _posterior_prior_scale = "fitted"
+
+    def _posterior_unavailable(self, incremental, tau):
+        """Why no Laplace posterior is computed after this fit, or None."""
+        return "this estimator has no predictive uncertainty"
+
+    def _posterior_attributes(self, network, X, Y, sample_weight, tau, theta,
+                              incremental, target_attributes):
+        """The linearized Laplace posterior at the fitted θ over all training
+        rows (``sklearn_ggn._laplace``), as fitted attributes: the stored
+        factor ``_laplace`` (a dict of plain arrays), ``uncertainty_``,
+        ``log_marginal_likelihood_`` and, for the squared error,
+        ``noise_variance_``."""
+        from . import _laplace
+
+        attributes = {"_laplace": None, "uncertainty_": None,
+                      "log_marginal_likelihood_": None}
+        reason = self._posterior_unavailable(incremental, tau)
+        if reason is not None:
+            attributes["_laplace_unavailable"] = reason
+            return attributes
+        problem = Problem(network, self._loss_object(), self._regularizer_object(),
+                          tau, X.astype(np.float64, copy=False),
+                          Y.astype(np.float64, copy=False),
+                          sample_weight.astype(np.float64, copy=False))
+        rows = int(np.count_nonzero(sample_weight > 0))
+        try:
+            structure = _laplace.choose_structure(self.uncertainty, network, rows,
+                                                  sp.issparse(X))
+        except MemoryError as exc:
+            # the fit itself succeeded: keep it, with the structure that fits
+            warnings.warn(f"uncertainty={self.uncertainty!r} does not fit in "
+                          f"memory ({exc}); the Laplace posterior is computed "
+                          "for the last layer only (uncertainty='last_layer').",
+                          UserWarning)
+            structure = "last_layer"
+        theta = theta.astype(np.float64)
+        try:
+            posterior = _laplace.fit_posterior(problem, theta, structure,
+                                               self._posterior_prior_scale)
+        except StepFailure as exc:
+            attributes["_laplace_unavailable"] = (
+                f"the Laplace posterior ({structure}) could not be factorized: "
+                f"{exc}")
+            warnings.warn("No predictive uncertainty: "
+                          f"{attributes['_laplace_unavailable']}. Try a larger "
+                          "tau.", UserWarning)
+            return attributes
+        log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
+        posterior["noise_variance"] = sigma2
+        posterior["n_weighted"] = float(np.sum(sample_weight, dtype=np.float64))
+        attributes.update(_laplace=posterior, uncertainty_=structure,
+                          _laplace_unavailable=None,
+                          **self._evidence_attributes(log_z, sigma2, posterior,
+                                                      target_attributes))
+        return attributes
+
+    def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
+        """``log_marginal_likelihood_`` (and the regressor's noise) in the
+        units of y."""
+        return {"log_marginal_likelihood_": log_z}
+
+    def _output_variance(self, X):
+        """``J(x) P⁻¹ J(x)ᵀ`` per row and output (n, K), in training units,
+        for validated X."""
+        from . import _laplace
+
+        posterior = getattr(self, "_laplace", None)
+        if posterior is None:
+            raise ValueError(
+                "No predictive uncertainty is available: "
+                f"{getattr(self, '_laplace_unavailable', 'refit the estimator')}.")
+        network = self._network(X.shape[1], self.output_weights_.shape[1])
+        theta = network.pack(self.hidden_weights_, self.output_weights_,
+                             getattr(self, "hidden_intercept_", None),
+                             getattr(self, "output_intercept_", None),
+                             dtype=np.float64)
+        variance = _laplace.output_variance(network, theta, posterior,
+                                            network.augment(X))
+        return variance / posterior["n_weighted"]
 
     def _validation_scorer(self, validation, labels, target_attributes, dtype):
         """The validation score of ``scoring``: a function of

@@ -221,7 +221,7 @@ def test_batch_rule_follows_the_steps_structure():
     reg = GGNScoreRegressor()
     assert reg._plan(5000, 1).batch_size == 128
     assert reg._plan(900, 1).batch_size == 900  # GCV in full batch
-    assert reg._plan(900, 1).tau_rule == "gcv"
+    assert reg._plan(900, 1).tau_rule == "select"
     # 20 outputs under the per-unit H: 20 rows per sample, the exact rule
     assert reg._step_structure(20) == {"rank": 20, "per_unit": True}
     assert reg._plan(5000, 20).batch_size == max(1, 256 // 20)

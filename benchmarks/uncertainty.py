@@ -1,0 +1,428 @@
+"""Predictive uncertainty: intervals, calibrated probabilities and the evidence.
+
+Regression: ``make_pipeline(StandardScaler(), GGNScoreRegressor())`` at its
+defaults, predicting with ``return_std=True``, on data that need no
+download (diabetes, make_friedman1/2/3 with noise, the teacher-student
+generator of ``sklearn_ggn.datasets`` with Gaussian noise, and a larger
+friedman1 whose posterior takes another structure), random 90/10 splits.
+Test metrics in the units of y: RMSE, the Gaussian negative log-likelihood
+per point and the coverage of the central 95 % interval. Baseline: what a
+user would build without this feature, ``make_pipeline(StandardScaler(),
+MLPRegressor(max_iter=2000))`` with the standard deviation of its training
+residuals as a constant std. The same model with ``tau="evidence"`` is a
+third column (τ by the linearized evidence instead of GCV).
+
+Classification: ``GGNScoreClassifier()`` on standardized inputs with
+``predictive="map"`` (the softmax of the fitted logits) and
+``predictive="probit"`` (the linearized Laplace predictive), against
+``MLPClassifier(max_iter=1000)``: log-loss and the expected calibration
+error (15 equal-width bins of the top-class confidence), 80/20 stratified
+splits.
+
+Figures: the metrics per data set, a 1-D regression with its 95 % interval
+(``uncertainty_intervals_<mode>.png``, the README's picture), a reliability
+diagram and the log evidence ``log_marginal_likelihood_`` of fits over a τ
+grid beside the GCV curve of ``tau="auto"``.
+
+Run: ``python -m benchmarks --quick --only uncertainty``.
+"""
+
+import time
+
+import numpy as np
+
+from ._common import (
+    LoadMonitor,
+    md_table,
+    new_figure,
+    quiet_warnings,
+    save_figure,
+    write_result,
+)
+
+NAME = "uncertainty"
+TITLE = "Predictive uncertainty: intervals, calibration and evidence"
+CONFIG = {
+    "smoke": {"regression": ("diabetes", "friedman1"), "splits": 1,
+              "classification": ("breast_cancer",), "class_splits": 1,
+              "tau_grid": 3},
+    "quick": {"regression": ("diabetes", "friedman1", "friedman2", "friedman3",
+                             "teacher", "friedman1_large"),
+              "splits": 5,
+              "classification": ("digits", "breast_cancer", "generated"),
+              "class_splits": 3, "tau_grid": 9},
+    "full": {"regression": ("diabetes", "friedman1", "friedman2", "friedman3",
+                            "teacher", "friedman1_large"),
+             "splits": 10,
+             "classification": ("digits", "breast_cancer", "generated"),
+             "class_splits": 5, "tau_grid": 13},
+}
+Z95 = 1.959963984540054
+
+
+def regression_data(name):
+    """(X, y) of a regression task; all offline."""
+    from sklearn.datasets import (
+        load_diabetes,
+        make_friedman1,
+        make_friedman2,
+        make_friedman3,
+    )
+
+    from sklearn_ggn.datasets import make_teacher_student
+
+    if name == "diabetes":
+        return load_diabetes(return_X_y=True)
+    if name == "friedman1":
+        return make_friedman1(1000, noise=1.0, random_state=0)
+    if name == "friedman1_large":
+        return make_friedman1(5000, noise=1.0, random_state=1)
+    if name == "friedman2":
+        return make_friedman2(1000, noise=100.0, random_state=0)
+    if name == "friedman3":
+        return make_friedman3(1000, noise=0.1, random_state=0)
+    if name == "teacher":
+        X, f, _, _ = make_teacher_student(n_train=1000, n_test=1, n_features=5,
+                                          random_state=0)
+        rng = np.random.default_rng(0)
+        return X, f + 0.1 * rng.standard_normal(f.shape)
+    raise ValueError(name)
+
+
+def classification_data(name):
+    from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+
+    if name == "digits":
+        return load_digits(return_X_y=True)
+    if name == "breast_cancer":
+        return load_breast_cancer(return_X_y=True)
+    return make_classification(1500, 20, n_informative=8, n_classes=4,
+                               flip_y=0.05, random_state=0)
+
+
+def gaussian_metrics(y, mean, std):
+    z = (y - mean) / std
+    return {"rmse": float(np.sqrt(np.mean((y - mean) ** 2))),
+            "nll": float(np.mean(0.5 * np.log(2 * np.pi * std**2) + 0.5 * z**2)),
+            "coverage": float(np.mean(np.abs(z) <= Z95))}
+
+
+def expected_calibration_error(proba, y, bins=15):
+    """ECE of the top-class confidence over equal-width bins."""
+    confidence = proba.max(axis=1)
+    correct = proba.argmax(axis=1) == y
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    ece = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        inside = (confidence > lo) & (confidence <= hi)
+        if inside.any():
+            ece += inside.mean() * abs(correct[inside].mean()
+                                       - confidence[inside].mean())
+    return float(ece)
+
+
+def reliability(proba, y, bins=10):
+    confidence = proba.max(axis=1)
+    correct = proba.argmax(axis=1) == y
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    mids, accs = [], []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        inside = (confidence > lo) & (confidence <= hi)
+        if inside.sum() >= 5:
+            mids.append(float(confidence[inside].mean()))
+            accs.append(float(correct[inside].mean()))
+    return mids, accs
+
+
+def _regression(names, splits):
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreRegressor
+
+    results = {}
+    for name in names:
+        X, y = regression_data(name)
+        runs = []
+        for seed in range(splits):
+            X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.1,
+                                                      random_state=seed)
+            run = {}
+            for label, tau in (("ggn", "auto"), ("ggn_evidence", "evidence")):
+                model = make_pipeline(StandardScaler(),
+                                      GGNScoreRegressor(tau=tau, random_state=seed))
+                t0 = time.perf_counter()
+                model.fit(X_tr, y_tr)
+                fit_s = time.perf_counter() - t0
+                mean, std = model.predict(X_te, return_std=True)
+                run[label] = {**gaussian_metrics(y_te, mean, std), "fit_s": fit_s,
+                              "tau": model[-1].tau_,
+                              "structure": model[-1].uncertainty_,
+                              "std_spread": float(std.max() / std.min())}
+            # the cost of the posterior: the same fit without it
+            plain = make_pipeline(StandardScaler(),
+                                  GGNScoreRegressor(random_state=seed,
+                                                    uncertainty=None))
+            t0 = time.perf_counter()
+            plain.fit(X_tr, y_tr)
+            run["ggn"]["plain_fit_s"] = time.perf_counter() - t0
+            mlp = make_pipeline(StandardScaler(),
+                                MLPRegressor(max_iter=2000, random_state=seed))
+            mlp.fit(X_tr, y_tr)
+            residual_std = float(np.std(y_tr - mlp.predict(X_tr)))
+            mean = mlp.predict(X_te)
+            run["mlp"] = gaussian_metrics(y_te, mean,
+                                          np.full_like(mean, residual_std))
+            runs.append(run)
+        results[name] = {"n_samples": int(len(y)), "runs": runs}
+    return results
+
+
+def _classification(names, splits):
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreClassifier
+
+    results = {}
+    for name in names:
+        X, y = classification_data(name)
+        labels = np.unique(y)
+        runs = []
+        for seed in range(splits):
+            X_tr, X_te, y_tr, y_te = train_test_split(
+                X, y, test_size=0.2, random_state=seed, stratify=y)
+            scaler = StandardScaler().fit(X_tr)
+            X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
+            clf = GGNScoreClassifier(random_state=seed).fit(X_tr, y_tr)
+            run = {"structure": clf.uncertainty_, "tau": clf.tau_}
+            probas = {"map": clf.predict_proba(X_te)}
+            clf.set_params(predictive="probit")
+            probas["probit"] = clf.predict_proba(X_te)
+            mlp = MLPClassifier(max_iter=1000, random_state=seed).fit(X_tr, y_tr)
+            probas["mlp"] = mlp.predict_proba(X_te)
+            for label, proba in probas.items():
+                run[label] = {"log_loss": float(log_loss(y_te, proba, labels=labels)),
+                              "ece": expected_calibration_error(proba, y_te),
+                              "accuracy": float(np.mean(proba.argmax(1) == y_te)),
+                              "reliability": reliability(proba, y_te)}
+            runs.append(run)
+        results[name] = {"runs": runs}
+    return results
+
+
+def _evidence_curve(points):
+    """log_marginal_likelihood_ of fits over a τ grid on diabetes (one
+    90 % split), the held-out NLL at each τ, and the GCV and evidence curves
+    of the linearized problem at the initial weights."""
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreRegressor
+
+    X, y = regression_data("diabetes")
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.1, random_state=0)
+    taus = np.logspace(-4, 0, points)
+    curve = []
+    for tau in taus:
+        model = make_pipeline(StandardScaler(),
+                              GGNScoreRegressor(tau=float(tau), random_state=0))
+        model.fit(X_tr, y_tr)
+        mean, std = model.predict(X_te, return_std=True)
+        curve.append({"tau": float(tau),
+                      "log_evidence": model[-1].log_marginal_likelihood_,
+                      **gaussian_metrics(y_te, mean, std)})
+    auto = make_pipeline(StandardScaler(), GGNScoreRegressor(random_state=0))
+    auto.fit(X_tr, y_tr)
+    evidence = make_pipeline(StandardScaler(),
+                             GGNScoreRegressor(tau="evidence", random_state=0))
+    evidence.fit(X_tr, y_tr)
+    path = evidence[-1].tau_path_
+    return {"fits": curve, "grid": path["tau"], "gcv": path["gcv"],
+            "linearized_evidence": path["evidence"],
+            "tau_gcv": auto[-1].tau_, "tau_evidence": evidence[-1].tau_}
+
+
+def _intervals_1d():
+    """A 1-D regression with a gap in the data and its 95 % interval."""
+    from sklearn_ggn import GGNScoreRegressor
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-3, -1, 60), rng.uniform(1, 3, 60)])
+    y = np.sin(2 * x) + 0.5 * x + 0.15 * rng.standard_normal(x.size)
+    grid = np.linspace(-5, 5, 400)
+    reg = GGNScoreRegressor(n_hidden=50, random_state=0).fit(x[:, None], y)
+    mean, std = reg.predict(grid[:, None], return_std=True)
+    return {"x": x, "y": y, "grid": grid, "mean": mean, "std": std,
+            "structure": reg.uncertainty_}
+
+
+def _mean(runs, model, key):
+    return float(np.mean([r[model][key] for r in runs]))
+
+
+def _report(raw):
+    lines = []
+    rows, wins, rmse_ok, coverage_ok = [], 0, 0, 0
+    for name, res in raw["regression"].items():
+        runs = res["runs"]
+        g = {k: _mean(runs, "ggn", k) for k in ("rmse", "nll", "coverage",
+                                                "fit_s", "plain_fit_s")}
+        e = {k: _mean(runs, "ggn_evidence", k) for k in ("rmse", "nll", "coverage")}
+        m = {k: _mean(runs, "mlp", k) for k in ("rmse", "nll", "coverage")}
+        cov_min = min(r["ggn"]["coverage"] for r in runs)
+        cov_max = max(r["ggn"]["coverage"] for r in runs)
+        wins += g["nll"] < m["nll"]
+        rmse_ok += g["rmse"] <= 1.05 * m["rmse"]
+        coverage_ok += 0.90 <= g["coverage"] <= 0.985
+        rows.append((name, res["n_samples"], runs[0]["ggn"]["structure"],
+                     g["rmse"], m["rmse"], g["nll"], m["nll"], g["coverage"],
+                     f"{cov_min:.2f}-{cov_max:.2f}", m["coverage"],
+                     e["rmse"], e["nll"], e["coverage"],
+                     g["fit_s"], g["plain_fit_s"]))
+    n = len(raw["regression"])
+    lines += [
+        "## Regression",
+        "",
+        f"Means over {len(next(iter(raw['regression'].values()))['runs'])} random "
+        "90/10 splits, test metrics in the units of y. `ggn`: "
+        "`make_pipeline(StandardScaler(), GGNScoreRegressor())`, "
+        "`predict(X, return_std=True)`; `mlp`: `MLPRegressor(max_iter=2000)` with "
+        "the std of its training residuals; `evid.`: `GGNScoreRegressor("
+        "tau=\"evidence\")`. Coverage of the central 95 % interval (mean, and "
+        "range over the splits). Fit seconds with the posterior and without "
+        "it (`uncertainty=None`).",
+        "",
+        md_table(["data", "rows", "structure", "RMSE ggn", "RMSE mlp", "NLL ggn",
+                  "NLL mlp", "cov. ggn", "cov. range", "cov. mlp", "RMSE evid.",
+                  "NLL evid.", "cov. evid.", "fit [s]", "fit w/o [s]"], rows),
+        "",
+        f"Coverage in [0.90, 0.985] on {coverage_ok}/{n} data sets (mean over "
+        f"splits); NLL below the MLP's on {wins}/{n}; RMSE within 5 % of the "
+        f"MLP's on {rmse_ok}/{n}.",
+        "",
+    ]
+    rows = []
+    for name, res in raw["classification"].items():
+        runs = res["runs"]
+        row = [name, runs[0]["structure"]]
+        for model in ("map", "probit", "mlp"):
+            row += [_mean(runs, model, "log_loss"), _mean(runs, model, "ece")]
+        row.append(_mean(runs, "map", "accuracy"))
+        rows.append(row)
+    lines += [
+        "## Classification",
+        "",
+        f"Means over {len(next(iter(raw['classification'].values()))['runs'])} "
+        "stratified 80/20 splits of standardized inputs: "
+        "`GGNScoreClassifier()` with `predictive=\"map\"` (softmax of the fitted "
+        "logits) and `predictive=\"probit\"` (linearized Laplace), and "
+        "`MLPClassifier(max_iter=1000)`. ECE: 15 equal-width bins of the "
+        "top-class confidence.",
+        "",
+        md_table(["task", "structure", "log-loss map", "ECE map",
+                  "log-loss probit", "ECE probit", "log-loss mlp", "ECE mlp",
+                  "accuracy"], rows),
+        "",
+    ]
+    ev = raw["evidence"]
+    rows = [(f["tau"], f["log_evidence"], f["nll"], f["rmse"], f["coverage"])
+            for f in ev["fits"]]
+    lines += [
+        "## Evidence over τ (diabetes, one 90/10 split)",
+        "",
+        f"`tau=\"auto\"` (GCV) chose τ = {ev['tau_gcv']:.3g}, "
+        f"`tau=\"evidence\"` τ = {ev['tau_evidence']:.3g}.",
+        "",
+        md_table(["τ", "log_marginal_likelihood_", "test NLL", "test RMSE",
+                  "coverage"], rows),
+        "",
+    ]
+    summary = (f"coverage ok {coverage_ok}/{n}, NLL < MLP {wins}/{n}, "
+               f"RMSE within 5 % {rmse_ok}/{n}")
+    return "\n".join(lines), summary
+
+
+def _plots(raw, mode, stamp):
+    figures = []
+    fig, (ax1, ax2, ax3) = new_figure(3, width=4.6)
+    names = list(raw["regression"])
+    x = np.arange(len(names))
+    for offset, model in ((-0.2, "ggn"), (0.0, "ggn_evidence"), (0.2, "mlp")):
+        ax1.bar(x + offset, [_mean(raw["regression"][n]["runs"], model, "coverage")
+                             for n in names], 0.2, label=model)
+        ax2.bar(x + offset, [_mean(raw["regression"][n]["runs"], model, "nll")
+                             for n in names], 0.2, label=model)
+    ax1.axhspan(0.90, 0.985, color="0.9", zorder=0)
+    ax1.axhline(0.95, color="k", lw=0.8)
+    ax1.set_ylim(0.5, 1.0)
+    ax1.set_title("coverage of the 95 % interval")
+    ax2.set_title("test NLL per point")
+    for ax in (ax1, ax2):
+        ax.set_xticks(x, names, rotation=30, fontsize=7)
+    ax1.legend(fontsize=7)
+    ev = raw["evidence"]
+    taus = [f["tau"] for f in ev["fits"]]
+    ax3.semilogx(taus, [f["log_evidence"] for f in ev["fits"]], "o-",
+                 label="log evidence of the fit")
+    ax3.set_xlabel("τ")
+    ax3.set_ylabel("log evidence")
+    twin = ax3.twinx()
+    twin.semilogx(taus, [f["nll"] for f in ev["fits"]], "s--", color="C1",
+                  label="test NLL")
+    twin.set_ylabel("test NLL")
+    ax3.axvline(ev["tau_gcv"], color="C2", lw=0.8, label="τ of GCV")
+    ax3.axvline(ev["tau_evidence"], color="C3", lw=0.8, ls=":",
+                label="τ of tau='evidence'")
+    ax3.set_title("diabetes: evidence over τ")
+    ax3.legend(fontsize=7, loc="lower left")
+    figures.append(save_figure(fig, NAME, mode, stamp))
+
+    fig, axes = new_figure(len(raw["classification"]), width=4.0)
+    for ax, (name, res) in zip(axes, raw["classification"].items(), strict=True):
+        run = res["runs"][0]
+        for model in ("map", "probit", "mlp"):
+            ax.plot(*run[model]["reliability"], "o-", label=model)
+        ax.plot([0, 1], [0, 1], "k:", lw=0.8)
+        ax.set_title(f"{name}: reliability")
+        ax.set_xlabel("confidence")
+        ax.set_ylabel("accuracy")
+        ax.legend(fontsize=7)
+    figures.append(save_figure(fig, NAME, mode, stamp, "_reliability"))
+
+    one = raw["intervals"]
+    fig, (ax,) = new_figure(1, width=6.5)
+    ax.fill_between(one["grid"], one["mean"] - Z95 * one["std"],
+                    one["mean"] + Z95 * one["std"], color="C0", alpha=0.25,
+                    label="95 % predictive interval")
+    ax.plot(one["grid"], one["mean"], color="C0", label="predict(X)")
+    ax.plot(one["x"], one["y"], "k.", ms=3, label="training data")
+    ax.set_title("GGNScoreRegressor().predict(X, return_std=True)")
+    ax.legend(fontsize=8, loc="upper left")
+    figures.append(save_figure(fig, NAME, mode, stamp, "_intervals"))
+    return figures
+
+
+def run(mode, stamp):
+    cfg = CONFIG[mode]
+    with LoadMonitor() as monitor, quiet_warnings():
+        raw = {"regression": _regression(cfg["regression"], cfg["splits"]),
+               "classification": _classification(cfg["classification"],
+                                                 cfg["class_splits"]),
+               "evidence": _evidence_curve(cfg["tau_grid"]),
+               "intervals": _intervals_1d()}
+    body, summary = _report(raw)
+    figures = []
+    try:
+        figures = _plots(raw, mode, stamp)
+    except ImportError:  # matplotlib is optional
+        pass
+    print(body)
+    write_result(NAME, mode, TITLE, stamp, monitor, body, raw, figures)
+    raw["summary"] = summary
+    return raw

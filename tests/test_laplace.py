@@ -1,0 +1,384 @@
+"""Predictive uncertainty and evidence of the linearized Laplace approximation,
+against dense references built from the definitions: the explicit Jacobian
+J of the outputs (tests/naive.py, its own parameter layout), the explicit
+precision ``P = (N K / σ²)(Σ_k (s_k/K) J_kᵀ J_k + τ diag ḡ''(θ*))`` and its
+explicit inverse and log-determinant."""
+
+import numpy as np
+import pytest
+from naive import DenseNetwork
+from scipy.stats import norm
+from sklearn.compose import TransformedTargetRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ggn import GGNScoreRegressor
+from sklearn_ggn._regularizers import REGULARIZERS
+from sklearn_ggn._tau import smoother_criteria
+from sklearn_ggn.datasets import make_teacher_student
+
+STRUCTURES = ["dual", "primal", "last_layer"]
+
+
+def _data(m=24, d=3, K=1, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    y = np.sin(X @ rng.standard_normal((d, K))) * 3.0 + 5.0
+    y += 0.3 * rng.standard_normal((m, K))
+    X_test = 2.0 * rng.standard_normal((7, d))
+    return X, (y[:, 0] if K == 1 else y), X_test
+
+
+def _dense(reg):
+    """The fitted network as tests/naive.py's DenseNetwork, and the
+    permutation taking θ in the package's layout to the dense one."""
+    U, V = reg.hidden_weights_, reg.output_weights_
+    n, d = U.shape
+    K = V.shape[1]
+    dense = DenseNetwork(U, V, reg.hidden_intercept_, reg.output_intercept_,
+                         1.0 / np.sqrt(n), reg.activation)
+    # package: [U_aug (n × (d+1)) row-major, V, b_o]; dense: [U, b_h, V, b_o]
+    package_index = np.empty(n * (d + 1) + n * K + K, dtype=int)
+    pos = 0
+    for i in range(n):
+        for j in range(d):
+            package_index[pos] = i * (d + 1) + j
+            pos += 1
+    for i in range(n):
+        package_index[pos] = i * (d + 1) + d
+        pos += 1
+    package_index[pos:] = n * (d + 1) + np.arange(n * K + K)
+    theta = np.concatenate([np.column_stack([U, reg.hidden_intercept_]).ravel(),
+                            V.ravel(), reg.output_intercept_])
+    return dense, theta[package_index], package_index
+
+
+def _reference(reg, X, y, X_test, sample_weight=None, last_layer=False):
+    """(std of y at X_test, σ² in training units, log evidence in y units)
+    from the definitions."""
+    dense, theta, _ = _dense(reg)
+    n, K = dense.n, dense.K
+    m = X.shape[0]
+    w = np.ones(m) if sample_weight is None else np.asarray(sample_weight, float)
+    N = w.sum()
+    s = w / N
+    Y = np.asarray(y, float).reshape(m, -1)
+    mean, scale = reg.target_mean_, reg.target_scale_
+    Y = (Y - mean) / scale
+    J = dense.jacobian(X)  # (m K, p), row k K + c
+    J_test = dense.jacobian(X_test)
+    reg_obj = REGULARIZERS[reg.regularizer](np.sqrt(n))
+    curvature = reg_obj.hessian(theta)
+    if last_layer:
+        keep = slice(theta.size - (n * K + K), None)
+        J, J_test, curvature = J[:, keep], J_test[:, keep], curvature[keep]
+    tau = reg.tau_
+    row_s = np.repeat(s / K, K)
+    B = J.T @ (row_s[:, None] * J) + tau * np.diag(curvature)
+    B_inv = np.linalg.inv(B)
+    residual = dense.forward(X) - Y
+    rss = float(np.sum(w[:, None] * residual**2))
+    J_tilde = np.sqrt(row_s)[:, None] * J
+    dof = np.trace(J_tilde @ B_inv @ J_tilde.T)
+    sigma2 = rss / (N * K - dof)
+    P_inv = sigma2 / (N * K) * B_inv
+    var = sigma2 + np.einsum("rp,pq,rq->r", J_test, P_inv, J_test)
+    std = np.sqrt(var).reshape(-1, K) * scale
+    logdet = np.linalg.slogdet(B)[1] - np.sum(np.log(tau * curvature))
+    penalty = reg_obj.value(theta).sum()
+    log_z = (-0.5 * N * K * np.log(2 * np.pi * sigma2) - rss / (2 * sigma2)
+             - N * K * tau * penalty / sigma2 - 0.5 * logdet
+             - N * np.sum(np.log(scale)))
+    return std, sigma2, log_z
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+@pytest.mark.parametrize("K", [1, 2])
+def test_std_and_evidence_match_dense_reference(structure, K):
+    X, y, X_test = _data(K=K)
+    reg = GGNScoreRegressor(n_hidden=5, tau=0.05, max_iter=8, random_state=0,
+                            uncertainty=structure).fit(X, y)
+    assert reg.uncertainty_ == structure
+    mean, std = reg.predict(X_test, return_std=True)
+    assert std.shape == mean.shape == ((7,) if K == 1 else (7, K))
+    ref_std, sigma2, log_z = _reference(reg, X, y, X_test,
+                                        last_layer=structure == "last_layer")
+    np.testing.assert_allclose(std.reshape(-1, K), ref_std, rtol=1e-8)
+    np.testing.assert_allclose(reg.noise_variance_, sigma2 * reg.target_scale_**2,
+                               rtol=1e-8)
+    np.testing.assert_allclose(reg.log_marginal_likelihood_, log_z, rtol=1e-9)
+    np.testing.assert_array_equal(mean, reg.predict(X_test))
+
+
+def test_exact_structures_agree_and_last_layer_is_smaller():
+    """dual and primal are the same posterior; the last layer holds the
+    hidden layer fixed, so its parameter variance is never larger."""
+    X, y, X_test = _data(m=30)
+    stds = {}
+    for structure in STRUCTURES:
+        reg = GGNScoreRegressor(n_hidden=6, tau=0.02, max_iter=10, random_state=1,
+                                uncertainty=structure).fit(X, y)
+        stds[structure] = reg.predict(X_test, return_std=True)[1]
+        stds[structure + "_noise"] = reg.noise_variance_[0]
+    np.testing.assert_allclose(stds["dual"], stds["primal"], rtol=1e-9)
+    epistemic = {k: stds[k]**2 - stds[k + "_noise"] for k in STRUCTURES}
+    assert np.all(epistemic["last_layer"] <= epistemic["dual"] * (1 + 1e-9))
+    assert np.all(epistemic["dual"] > 0)
+
+
+@pytest.mark.parametrize("structure", ["dual", "last_layer"])
+def test_sample_weights_are_frequencies(structure):
+    """Integer sample weights give the posterior of the repeated rows."""
+    X, y, X_test = _data(m=20)
+    w = np.arange(20) % 3  # zeros included
+    rows = np.repeat(np.arange(20), w)
+    params = dict(n_hidden=5, tau=0.05, max_iter=6, random_state=0,
+                  uncertainty=structure, batch_size=None)
+    weighted = GGNScoreRegressor(**params).fit(X, y, sample_weight=w)
+    repeated = GGNScoreRegressor(**params).fit(X[rows], y[rows])
+    np.testing.assert_allclose(weighted.predict(X_test, return_std=True)[1],
+                               repeated.predict(X_test, return_std=True)[1],
+                               rtol=1e-6)
+    np.testing.assert_allclose(weighted.log_marginal_likelihood_,
+                               repeated.log_marginal_likelihood_, rtol=1e-6)
+    ref_std = _reference(weighted, X, y, X_test, sample_weight=w,
+                         last_layer=structure == "last_layer")[0]
+    np.testing.assert_allclose(weighted.predict(X_test, return_std=True)[1],
+                               ref_std[:, 0], rtol=1e-8)
+
+
+def test_std_grows_away_from_the_data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (80, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(80)
+    reg = GGNScoreRegressor(n_hidden=30, random_state=0).fit(X, y)
+    _, std = reg.predict(np.array([[0.0], [3.0], [6.0]]), return_std=True)
+    assert std[0] < std[1] < std[2]
+    assert std[2] > 2 * std[0]
+
+
+def test_coverage_on_a_teacher_with_known_noise():
+    """A teacher network plus Gaussian noise of known std: the central 95 %
+    interval covers 90-98.5 % of new observations and σ̂ is near the noise."""
+    noise = 0.1
+    X, f, X_test, f_test = make_teacher_student(n_train=400, n_test=2000,
+                                                random_state=0)
+    rng = np.random.default_rng(1)
+    y = f + noise * rng.standard_normal(f.shape)
+    y_test = f_test + noise * rng.standard_normal(f_test.shape)
+    reg = GGNScoreRegressor(n_hidden=100, random_state=0).fit(X, y)
+    mean, std = reg.predict(X_test, return_std=True)
+    inside = np.abs(y_test - mean) <= norm.ppf(0.975) * std
+    assert 0.90 <= inside.mean() <= 0.985
+    assert 0.8 * noise < np.sqrt(reg.noise_variance_[0]) < 1.25 * noise
+
+
+def test_pipeline_forwards_return_std():
+    X, y, X_test = _data(m=40)
+    pipe = make_pipeline(StandardScaler(),
+                         GGNScoreRegressor(n_hidden=8, max_iter=5, random_state=0))
+    pipe.fit(X, y)
+    mean, std = pipe.predict(X_test, return_std=True)
+    direct = pipe[-1].predict(pipe[0].transform(X_test), return_std=True)
+    np.testing.assert_array_equal(mean, direct[0])
+    np.testing.assert_array_equal(std, direct[1])
+    # TransformedTargetRegressor maps the prediction back through its
+    # transformer, which a (mean, std) pair cannot pass (as BayesianRidge's)
+    ttr = TransformedTargetRegressor(
+        GGNScoreRegressor(n_hidden=8, max_iter=5, random_state=0),
+        transformer=StandardScaler()).fit(X, y)
+    assert ttr.predict(X_test).shape == (7,)
+
+
+def test_float32_and_scale_equivariance():
+    X, y, X_test = _data(m=30)
+    params = dict(n_hidden=6, tau=0.05, max_iter=6, random_state=0)
+    reg = GGNScoreRegressor(**params).fit(X, y)
+    scaled = GGNScoreRegressor(**params).fit(X, 10.0 * y - 3.0)
+    _, std = reg.predict(X_test, return_std=True)
+    _, std_scaled = scaled.predict(X_test, return_std=True)
+    np.testing.assert_allclose(std_scaled, 10.0 * std, rtol=1e-6)
+    # the density of 10 y is that of y divided by 10, once per row
+    np.testing.assert_allclose(scaled.log_marginal_likelihood_,
+                               reg.log_marginal_likelihood_ - 30 * np.log(10.0),
+                               rtol=1e-6)
+    reg32 = GGNScoreRegressor(**params).fit(X.astype(np.float32), y)
+    mean32, std32 = reg32.predict(X_test.astype(np.float32), return_std=True)
+    assert std32.dtype == mean32.dtype == np.float32
+    np.testing.assert_allclose(std32, std, rtol=1e-3)
+
+
+@pytest.mark.parametrize("params, fit, match", [
+    ({"uncertainty": None}, "fit", "uncertainty=None"),
+    ({"loss": "poisson"}, "fit", "squared_error"),
+    ({"tau": 0.0}, "fit", "tau=0"),
+    ({}, "partial_fit", "partial_fit"),
+])
+def test_unavailable_std_says_why(params, fit, match):
+    X, y, X_test = _data(m=20)
+    y = np.abs(y)
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0, **params)
+    getattr(reg, fit)(X, y)
+    assert reg.predict(X_test).shape == (7,)
+    with pytest.raises(ValueError, match=match):
+        reg.predict(X_test, return_std=True)
+    assert reg.log_marginal_likelihood_ is None
+
+
+def test_auto_structure_follows_the_cost_model():
+    X, y, _ = _data(m=50)
+    assert GGNScoreRegressor(n_hidden=5, max_iter=2).fit(X, y).uncertainty_ in (
+        "dual", "primal")
+    from sklearn_ggn import _laplace
+    from sklearn_ggn._network import TwoLayerNetwork
+    wide = TwoLayerNetwork(784, 500, 10, 1.0, "relu", True)
+    # MNIST-sized: neither exact form's factor is kept (no p × p matrix)
+    assert _laplace.choose_structure("auto", wide, 60000) == "last_layer"
+    small = TwoLayerNetwork(10, 100, 1, 1.0, "silu", True)
+    assert _laplace.choose_structure("auto", small, 400) == "dual"
+    assert _laplace.choose_structure("auto", small, 5000) == "primal"
+    # the memory check: nothing fits in one kibibyte
+    assert _laplace.choose_structure("auto", small, 400,
+                                     available_bytes=1024) == "last_layer"
+
+
+def test_linearized_evidence_criterion_matches_dense_likelihood():
+    """The "evidence" curve of tau="evidence" is the profiled Gaussian
+    negative log marginal likelihood per entry, up to its constant."""
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((12, 30))
+    G = F @ F.T / 30
+    z = rng.standard_normal(12)
+    taus = np.array([1e-3, 1e-1, 10.0])
+    curve = smoother_criteria(G, z, taus)["evidence"]
+    for tau, value in zip(taus, curve, strict=True):
+        C = np.eye(12) + G / tau
+        c = z @ np.linalg.solve(C, z) / 12
+        nll = 0.5 * (np.linalg.slogdet(2 * np.pi * c * C)[1]
+                     + z @ np.linalg.solve(c * C, z))
+        np.testing.assert_allclose(value, nll / 12 - 0.5 * np.log(2 * np.pi) - 0.5,
+                                   rtol=1e-10)
+
+
+def test_tau_evidence_chooses_from_its_curve():
+    X, y, _ = _data(m=60)
+    reg = GGNScoreRegressor(n_hidden=10, tau="evidence", max_iter=3,
+                            random_state=0).fit(X, y)
+    path = reg.tau_path_
+    assert path["criterion"] == "evidence"
+    allowed = path["tau"] >= path["tau_min"]
+    best = path["tau"][allowed][np.argmin(path["evidence"][allowed])]
+    assert reg.tau_ == best
+
+
+def _classifier_reference(clf, X, y, X_test, last_layer=False):
+    """(probit probabilities at X_test, log evidence, prior scale c) from
+    the definitions: Λ_k = diag π_k − π_k π_kᵀ (π(1 − π) for one logit),
+    P = N (Σ_k s_k J_kᵀ Λ_k J_k + c τ diag ḡ''(θ*)), c maximizing the
+    evidence at θ*."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import expit, softmax
+
+    dense, theta, _ = _dense(clf)
+    n, K = dense.n, dense.K
+    N = X.shape[0]
+    codes = np.searchsorted(clf.classes_, y)
+    logits = dense.forward(X)
+    if K == 1:
+        pi = expit(logits[:, 0])
+        Lam = (pi * (1 - pi))[:, None, None]
+        risk = -np.mean(np.where(codes == 1, np.log(pi), np.log(1 - pi)))
+    else:
+        pi = softmax(logits, axis=1)
+        Lam = np.einsum("kc,cd->kcd", pi, np.eye(K)) - np.einsum("kc,kd->kcd",
+                                                                  pi, pi)
+        risk = -np.mean(np.log(pi[np.arange(N), codes]))
+    J = dense.jacobian(X).reshape(N, K, -1)
+    J_test = dense.jacobian(X_test)
+    reg_obj = REGULARIZERS[clf.regularizer](np.sqrt(n))
+    curvature = reg_obj.hessian(theta)
+    tau = clf.tau_
+    part = slice(theta.size - (n * K + K), None) if last_layer else slice(None)
+    J, J_test, curv = J[:, :, part], J_test[:, part], curvature[part]
+    data = np.einsum("kcp,kcd,kdq->pq", J, Lam, J) / N
+    root = 1.0 / np.sqrt(tau * curv)
+    lam = np.linalg.eigvalsh(root[:, None] * data * root[None, :])
+    energy = N * tau * reg_obj.value(theta[part]).sum()
+
+    def negative_evidence(log_c):
+        c = np.exp(log_c)
+        return c * energy + 0.5 * np.sum(np.log1p(np.clip(lam, 0, None) / c))
+
+    c = np.exp(minimize_scalar(negative_evidence, bounds=(-15, 15),
+                               method="bounded", options={"xatol": 1e-10}).x)
+    precision = N * (data + c * tau * np.diag(curv))
+    var = np.einsum("rp,pq,rq->r", J_test, np.linalg.inv(precision),
+                    J_test).reshape(-1, K)
+    shrunk = dense.forward(X_test) / np.sqrt(1 + np.pi * var / 8)
+    if K == 1:
+        proba = expit(np.column_stack([-shrunk[:, 0], shrunk[:, 0]]))
+    else:
+        proba = softmax(shrunk, axis=1)
+    logdet = np.linalg.slogdet(data + tau * np.diag(curv))[1] - np.sum(
+        np.log(tau * curv))
+    log_z = -N * risk - N * tau * reg_obj.value(theta).sum() - 0.5 * logdet
+    return proba, log_z, c
+
+
+@pytest.mark.parametrize("structure", STRUCTURES)
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_classifier_probit_matches_dense_reference(structure, n_classes):
+    from sklearn_ggn import GGNScoreClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 3))
+    y = np.digitize(X[:, 0] + 0.5 * rng.standard_normal(30),
+                    np.quantile(X[:, 0], np.linspace(0, 1, n_classes + 1)[1:-1]))
+    X_test = 2.0 * rng.standard_normal((6, 3))
+    clf = GGNScoreClassifier(n_hidden=5, tau=0.02, max_iter=8, random_state=0,
+                             uncertainty=structure).fit(X, y)
+    plain = clf.predict_proba(X_test)
+    clf.set_params(predictive="probit")
+    proba = clf.predict_proba(X_test)
+    ref_proba, log_z, _ = _classifier_reference(clf, X, y, X_test,
+                                                last_layer=structure == "last_layer")
+    np.testing.assert_allclose(proba, ref_proba, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(clf.log_marginal_likelihood_, log_z, rtol=1e-8)
+    # the probit shrinks the logits towards zero: never more confident
+    assert np.all(proba.max(axis=1) <= plain.max(axis=1) + 1e-12)
+    np.testing.assert_allclose(clf.predict_log_proba(X_test), np.log(proba))
+
+
+def test_explicit_exact_form_that_does_not_fit_falls_back(monkeypatch):
+    """The memory check of the step applies to the posterior: an exact form
+    asked for but too large warns and keeps the last layer's."""
+    monkeypatch.setenv("SKLEARN_GGN_AVAILABLE_MEMORY", "64M")
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0,
+                            uncertainty="primal")
+    from sklearn_ggn import _laplace
+    from sklearn_ggn._network import TwoLayerNetwork
+    with pytest.raises(MemoryError):
+        _laplace.choose_structure("dual", TwoLayerNetwork(3, 5, 1, 1.0, "silu",
+                                                          True), 10**6)
+    monkeypatch.setattr(_laplace, "choose_structure",
+                        lambda *args, **kwargs: (_ for _ in ()).throw(
+                            MemoryError("too large")))
+    with pytest.warns(UserWarning, match="last layer only"):
+        reg.fit(X, y)
+    assert reg.uncertainty_ == "last_layer"
+    assert reg.predict(X_test, return_std=True)[1].shape == (7,)
+
+
+def test_sparse_inputs_take_the_last_layer_without_densifying():
+    import scipy.sparse as sp
+
+    X, y, X_test = _data(m=40)
+    X[np.abs(X) < 0.7] = 0.0
+    params = dict(n_hidden=6, tau=0.05, max_iter=4, random_state=0)
+    sparse = GGNScoreRegressor(**params).fit(sp.csr_array(X), y)
+    assert sparse.uncertainty_ == "last_layer"
+    dense = GGNScoreRegressor(uncertainty="last_layer", **params).fit(X, y)
+    np.testing.assert_allclose(
+        sparse.predict(sp.csr_array(X_test), return_std=True)[1],
+        dense.predict(X_test, return_std=True)[1], rtol=1e-6)
