@@ -63,11 +63,11 @@ X_train, X_test, y_train, y_test = train_test_split(X, labels, test_size=0.3,
                                                     random_state=0)
 scaler = StandardScaler().fit(X_train)
 clf = GGNScoreClassifier(n_hidden=30 if QUICK else 100, max_iter=MAX_ITER,
-                         random_state=0)
+                         random_state=0, predictive="probit")
 clf.fit(scaler.transform(X_train), y_train)
-probas = {"map": clf.predict_proba(scaler.transform(X_test))}
-clf.set_params(predictive="probit")
-probas["probit"] = clf.predict_proba(scaler.transform(X_test))
+probas = {"probit": clf.predict_proba(scaler.transform(X_test))}
+clf.set_params(predictive="map")  # the same fit's softmax
+probas["map"] = clf.predict_proba(scaler.transform(X_test))
 
 
 def reliability(proba, y, bins=8):
