@@ -45,9 +45,12 @@ determinant lemma, ``log det(B D) = log det(I + G)``.
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import solve_triangular
+from scipy.linalg.lapack import dtrtri, strtri
 
 from ._network import _BLOCK_BYTES, _dense
-from .engine import cholesky
+from .engine import StepFailure, cholesky
+
+_TRTRI = {"d": dtrtri, "f": strtri}
 
 STRUCTURES = ("dual", "primal", "last_layer")
 # The exact forms are offered while their stored factor stays small: the
@@ -191,7 +194,7 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         data /= scale
         data.flat[:: m + 1] += 1.0
         L = cholesky(data)
-        inverse = solve_triangular(L, np.eye(m), lower=True, check_finite=False)
+        inverse = _triangular_inverse(L)
         posterior.update(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
                          dof=float(m - np.sum(inverse * inverse)),
                          Xa=_as64(batch.Xa.toarray() if sp.issparse(batch.Xa)
@@ -201,7 +204,7 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         Dpart = D[first:]
         data.flat[:: p + 1] += 1.0 / Dpart
         L = cholesky(data)
-        inverse = solve_triangular(L, np.eye(p), lower=True, check_finite=False)
+        inverse = _triangular_inverse(L)
         # tr(J̃ B⁻¹ J̃ᵀ) = p − tr(B⁻¹ D⁻¹), diag(B⁻¹) = column sums of (L⁻¹)²
         posterior.update(factor=L,
                          logdet=2.0 * float(np.sum(np.log(np.diag(L))))
@@ -211,6 +214,15 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
     if logdet_fitted is not None:
         posterior["logdet"] = logdet_fitted
     return posterior
+
+
+def _triangular_inverse(L):
+    """``L⁻¹`` of a lower-triangular factor by LAPACK's trtri (m³/3 flops;
+    a triangular solve against the identity takes m³)."""
+    inverse, info = _TRTRI[L.dtype.char](L, lower=1)
+    if info != 0:
+        raise StepFailure(f"the posterior's factor is singular (trtri info={info})")
+    return inverse
 
 
 def _evidence_scale(lam, energy, iterations=200):
