@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, is_classifier
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -409,12 +409,29 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """The state for pickle and ``skops.io``: the solver's state carried
         to the next warm start or ``partial_fit`` (``_solver_state``) as a
         plain dict of numbers and strings, so that a ``skops`` file of a
-        fitted estimator names no type but the estimator's own class."""
+        fitted estimator names no type but the estimator's own class; the
+        Laplace posterior computed (not the training rows it is computed
+        from)."""
+        if self.__dict__.get("_posterior_inputs") is not None:
+            self._posterior()
         state = super().__getstate__()
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
             state = dict(state, _solver_state=_solver_state_to_dict(solver_state))
         return state
+
+    # Copies take the state as it is (a posterior not yet computed stays so):
+    # __getstate__ is for pickle and skops.
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
     def __setstate__(self, state):
         solver_state = state.get("_solver_state")
@@ -761,9 +778,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted.update({name + "_": value for name, value
                        in self._weights(network, theta, dtype).items()})
         fitted.update(records.attributes(result, early_stopping))
-        fitted.update(self._posterior_attributes(network, X, Y, sample_weight, tau,
-                                                 theta, incremental,
-                                                 target_attributes))
+        # the Laplace posterior is computed on first use (_posterior): a fit
+        # that never asks for intervals, the evidence or the probit
+        # predictive does not pay its Gram over all rows
+        fitted.update(_posterior_inputs=(X, Y, sample_weight, float(tau),
+                                         np.array(theta, dtype=np.float64),
+                                         bool(incremental),
+                                         dict(target_attributes)),
+                      _posterior_state=None)
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
@@ -784,6 +806,37 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     def _posterior_unavailable(self, incremental, tau):
         """Why no Laplace posterior is computed after this fit, or None."""
         return "this estimator has no predictive uncertainty"
+
+    def _posterior(self):
+        """The Laplace posterior's attributes (``_laplace``,
+        ``uncertainty_``, ``log_marginal_likelihood_``, ...), computed on
+        first use from the fit's rows (with the parameters then in force)
+        and kept; the rows are released then."""
+        state = self.__dict__.get("_posterior_state")
+        if state is not None:
+            return state
+        inputs = self.__dict__.get("_posterior_inputs")
+        if inputs is None:
+            raise NotFittedError(f"This {type(self).__name__} instance is not "
+                                 "fitted yet. Call 'fit' with appropriate "
+                                 "arguments before using this estimator.")
+        X, Y, sample_weight, tau, theta, incremental, target = inputs
+        network = self._network(X.shape[1], Y.shape[1])
+        state = self._posterior_attributes(network, X, Y, sample_weight, tau,
+                                           theta, incremental, target)
+        self.__dict__.update(_posterior_state=state, _posterior_inputs=None)
+        return state
+
+    @property
+    def uncertainty_(self):
+        """The structure of the Laplace posterior (``"dual"``, ``"primal"``,
+        ``"last_layer"``), or None when there is none."""
+        return self._posterior()["uncertainty_"]
+
+    @property
+    def log_marginal_likelihood_(self):
+        """The log evidence of the Laplace approximation, or None."""
+        return self._posterior()["log_marginal_likelihood_"]
 
     def _posterior_attributes(self, network, X, Y, sample_weight, tau, theta,
                               incremental, target_attributes):
@@ -846,11 +899,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         for validated X."""
         from . import _laplace
 
-        posterior = getattr(self, "_laplace", None)
+        state = self._posterior()
+        posterior = state["_laplace"]
         if posterior is None:
             raise ValueError(
                 "No predictive uncertainty is available: "
-                f"{getattr(self, '_laplace_unavailable', 'refit the estimator')}.")
+                f"{state.get('_laplace_unavailable') or 'refit the estimator'}.")
         network = self._network(X.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),

@@ -578,6 +578,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return {"log_marginal_likelihood_": float(log_z),
                 "noise_variance_": sigma2 * scale**2}
 
+    @property
+    def noise_variance_(self):
+        """The noise variance σ̂² of every output in the units of y, or None
+        without a posterior (computed on first use, see ``uncertainty``)."""
+        return self._posterior().get("noise_variance_")
+
     def _full_batch_regression(self):
         # Huber in full batch too: on friedman1 (600 rows, 10 % of the
         # targets shifted by 20-40) mini-batches of 128 at τ = 1e-4 reached
@@ -742,9 +748,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         if not return_std:
             return out[:, 0] if one_dimensional else out
         # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
-        sigma2 = self._laplace["noise_variance"] if getattr(
-            self, "_laplace", None) is not None else None
-        variance = self._output_variance(X)
+        variance = self._output_variance(X)  # (raises without a posterior)
+        sigma2 = self._posterior()["_laplace"]["noise_variance"]
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
         std = (np.sqrt(variance) * np.asarray(getattr(self, "target_scale_", 1.0),
@@ -796,11 +801,11 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         (the output layer only, the hidden layer held fixed) or ``"auto"``,
         chosen as for :class:`GGNScoreRegressor` (``"dual"`` while
         ``m·K ≤ 2048``, ``"primal"`` while ``p ≤ 3000``, by the step's cost
-        model, else ``"last_layer"``) and computed only with
-        ``predictive="probit"``: over all training rows it costs about as
-        much as the fit itself (a digits fit, 0.3 against 0.7 s), which a
-        fit with the default predictive does not pay. None computes none.
-        The one used is ``uncertainty_``.
+        model, else ``"last_layer"``). It is computed on first use
+        (``predictive="probit"``, ``log_marginal_likelihood_``, pickling):
+        over all training rows it costs about as much as the fit itself (a
+        digits fit, 0.3 against 0.7 s). None computes none. The one used is
+        ``uncertainty_``.
 
     predictive : {"map", "probit"}, default="map"
         What :meth:`predict_proba` returns. ``"map"``: the softmax (sigmoid)
@@ -895,13 +900,6 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     def _posterior_unavailable(self, incremental, tau):
         if self.uncertainty is None:
             return "uncertainty=None"
-        if self.uncertainty == "auto" and self.predictive == "map":
-            # the posterior over all rows costs about as much as the fit
-            # itself (digits: 0.3 -> 0.7 s): computed when asked for
-            return ("uncertainty='auto' computes the posterior only for "
-                    "predictive='probit'; name a structure (e.g. "
-                    "uncertainty='last_layer') to have it with the default "
-                    "predictive")
         if self.loss != "log_loss" or self.solver != "ggn":
             return (f"the Laplace posterior is defined for loss='log_loss' "
                     f"fitted by solver='ggn' (this is loss={self.loss!r}, "
@@ -1168,8 +1166,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             variance with ``predictive="probit"``; for multilabel targets
             each label's probability (rows need not sum to one).
         """
-        if self.predictive == "probit" and getattr(self, "_laplace",
-                                                   None) is not None:
+        if (self.predictive == "probit"
+                and self._posterior()["_laplace"] is not None):
             return self._probit_proba(X)
         scores = self.decision_function(X)
         if self._multilabel:  # independent sigmoids: rows need not sum to 1

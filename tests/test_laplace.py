@@ -364,9 +364,9 @@ def test_explicit_exact_form_that_does_not_fit_falls_back(monkeypatch):
     monkeypatch.setattr(_laplace, "choose_structure",
                         lambda *args, **kwargs: (_ for _ in ()).throw(
                             MemoryError("too large")))
+    reg.fit(X, y)  # the posterior is computed on first use, and warns then
     with pytest.warns(UserWarning, match="last layer only"):
-        reg.fit(X, y)
-    assert reg.uncertainty_ == "last_layer"
+        assert reg.uncertainty_ == "last_layer"
     assert reg.predict(X_test, return_std=True)[1].shape == (7,)
 
 
@@ -382,3 +382,41 @@ def test_sparse_inputs_take_the_last_layer_without_densifying():
     np.testing.assert_allclose(
         sparse.predict(sp.csr_array(X_test), return_std=True)[1],
         dense.predict(X_test, return_std=True)[1], rtol=1e-6)
+
+
+def test_the_posterior_is_computed_on_first_use_and_kept():
+    """A fit computes no posterior; the first use (intervals, the evidence,
+    pickling) computes the one of the fitted weights and releases the
+    training rows; a second use reads the same numbers."""
+    import pickle
+
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    assert reg._posterior_state is None and reg._posterior_inputs is not None
+    mean, std = reg.predict(X_test, return_std=True)
+    assert reg._posterior_state is not None and reg._posterior_inputs is None
+    evidence = reg.log_marginal_likelihood_
+    np.testing.assert_array_equal(reg.predict(X_test, return_std=True)[1], std)
+    # the same fit, its posterior first asked for by pickling
+    other = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    loaded = pickle.loads(pickle.dumps(other))
+    assert loaded._posterior_inputs is None
+    assert loaded.log_marginal_likelihood_ == evidence
+    np.testing.assert_array_equal(loaded.predict(X_test, return_std=True)[1], std)
+    # a refit replaces the posterior of the previous fit
+    reg.set_params(tau=1.0).fit(X, y)
+    assert reg._posterior_state is None
+    assert reg.log_marginal_likelihood_ != evidence
+
+
+def test_copies_do_not_compute_the_posterior():
+    """copy.copy and copy.deepcopy (used during fits, e.g. by a validation
+    scorer) keep a posterior not yet computed as it is."""
+    import copy
+
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    for twin in (copy.copy(reg), copy.deepcopy(reg)):
+        assert twin._posterior_state is None and twin._posterior_inputs is not None
+        np.testing.assert_array_equal(twin.predict(X_test), reg.predict(X_test))
+    assert reg._posterior_state is None
