@@ -803,9 +803,26 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     # the evidence at the fitted weights ("evidence"; see _laplace)
     _posterior_prior_scale = "fitted"
 
+    # the loss whose Laplace posterior the estimator offers
+    _posterior_loss = None
+
     def _posterior_unavailable(self, incremental, tau):
-        """Why no Laplace posterior is computed after this fit, or None."""
-        return "this estimator has no predictive uncertainty"
+        """Why no Laplace posterior is computed for this fit, or None."""
+        if self._posterior_loss is None:
+            return "this estimator has no predictive uncertainty"
+        if self.uncertainty is None:
+            return "uncertainty=None"
+        if self.loss != self._posterior_loss or self.solver != "ggn":
+            return (f"the Laplace posterior is defined for "
+                    f"loss={self._posterior_loss!r} fitted by solver='ggn' "
+                    f"(this is loss={self.loss!r}, solver={self.solver!r})")
+        if incremental:
+            return ("partial_fit sees one chunk of the data, and the posterior "
+                    "needs the curvature over the whole training set: call fit")
+        if not tau > 0:
+            return ("tau=0 puts no prior on the weights (the Laplace "
+                    "posterior is improper): use tau > 0")
+        return None
 
     def _posterior(self):
         """The Laplace posterior's attributes (``_laplace``,

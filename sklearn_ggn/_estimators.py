@@ -554,20 +554,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def _selects_tau(self):
         return self.loss == "squared_error" and self.solver == "ggn"
 
-    def _posterior_unavailable(self, incremental, tau):
-        if self.uncertainty is None:
-            return "uncertainty=None"
-        if self.loss != "squared_error" or self.solver != "ggn":
-            return (f"the predictive std is defined for loss='squared_error' "
-                    f"fitted by solver='ggn' (this is loss={self.loss!r}, "
-                    f"solver={self.solver!r})")
-        if incremental:
-            return ("partial_fit sees one chunk of the data, and the posterior "
-                    "needs the curvature over the whole training set: call fit")
-        if not tau > 0:
-            return ("tau=0 puts no prior on the weights (the Laplace "
-                    "posterior is improper): use tau > 0")
-        return None
+    _posterior_loss = "squared_error"
 
     def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
         # the density of y is that of the standardized targets divided by
@@ -897,20 +884,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             return SquaredError()
         return MultilabelLogLoss() if self._multilabel else LogLoss()
 
-    def _posterior_unavailable(self, incremental, tau):
-        if self.uncertainty is None:
-            return "uncertainty=None"
-        if self.loss != "log_loss" or self.solver != "ggn":
-            return (f"the Laplace posterior is defined for loss='log_loss' "
-                    f"fitted by solver='ggn' (this is loss={self.loss!r}, "
-                    f"solver={self.solver!r})")
-        if incremental:
-            return ("partial_fit sees one chunk of the data, and the posterior "
-                    "needs the curvature over the whole training set: call fit")
-        if not tau > 0:
-            return ("tau=0 puts no prior on the weights (the Laplace "
-                    "posterior is improper): use tau > 0")
-        return None
+    _posterior_loss = "log_loss"
 
     def _class_sample_weight(self, Y):
         if self.class_weight is None:
