@@ -39,9 +39,11 @@ MIXED_CONVERGED = float(np.finfo(np.float32).eps)
 LARGE_CHOLESKY = 12_000
 # Orders up to which SciPy's LAPACK potrf is called directly: NumPy's
 # np.linalg.cholesky took 2-2.7x longer on one thread for orders 120-500
-# (m = 234, the letter mini-batch: 0.84 vs 0.31 ms); see cholesky for why
-# larger systems stay with NumPy.
-SMALL_CHOLESKY = 512
+# (m = 234, the letter mini-batch: 0.84 vs 0.31 ms) and 1.8x at 1000 (13.3
+# against 7.4 ms, potrf on the transposed view); every full batch of the
+# "auto" rule (up to 1024 rows) takes it. See cholesky for why larger
+# systems stay with NumPy.
+SMALL_CHOLESKY = 1024
 
 
 _POTRF = {"d": dpotrf, "f": spotrf}
@@ -55,12 +57,13 @@ def cholesky(system):
     """Cholesky factor of a (symmetric positive definite) Gauss-Newton system.
 
     Systems of order above :data:`SMALL_CHOLESKY` use NumPy's LAPACK, the
-    same OpenBLAS thread pool as the Gram's syrk and every other product;
-    SciPy's (and numba's ``np.linalg.cholesky``) is a separate OpenBLAS, whose
-    threads were starved by NumPy's still-spinning ones right after the syrk
-    (measured: 9 ms alone, 94 ms after the syrk, for m = 1000). Small systems
-    call SciPy's ``potrf`` directly (2-2.7x faster there on one thread). The
-    triangular solves are numba loops.
+    same OpenBLAS thread pool as NumPy's products; SciPy's is a separate
+    OpenBLAS, whose threads were starved by NumPy's still-spinning ones
+    right after a NumPy syrk (measured in 0.4: 9 ms alone, 94 ms after the
+    syrk, for m = 1000). The per-unit Gram's products are SciPy's syrk since
+    0.6, and systems up to order 1024 call SciPy's ``potrf`` directly: a
+    1000-row full-batch regression took 0.71 s against 1.0 s on one thread
+    and 0.65 against 1.34 s on two. The triangular solves are numba loops.
 
     Raises
     ------
