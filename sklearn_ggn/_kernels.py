@@ -51,8 +51,11 @@ def normalized_weights(w):
     dtype; a copy of ``w`` when the total is not positive) and their total,
     summed in order in float64."""
     w = np.ascontiguousarray(w)
-    s = w.copy()
-    return s, normalized_weights_kernel(w, s)
+    s = np.empty_like(w)
+    total = normalized_weights_kernel(w, s)
+    if not total > 0:
+        s[:] = w
+    return s, total
 
 
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})

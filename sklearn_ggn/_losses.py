@@ -21,7 +21,6 @@ O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 
 import math
 
-import numba
 import numpy as np
 from numba import njit
 from scipy.special import expit, xlogy
@@ -205,9 +204,19 @@ def _huber(F, Y, s, e, a, parts, epsilon):
     return total
 
 
-# One batch function per threshold ε (a loss's function has no parameter
-# beyond the batch): a small wrapper, compiled once per ε and process, around
-# _huber, which is compiled (and cached) once.
+class _HuberFunction:
+    """The Huber loss's batch function for one threshold ε: the cached loop
+    :func:`_huber` with ε bound (a loss's function is called from Python, so
+    a threshold needs no compilation of its own)."""
+
+    def __init__(self, epsilon):
+        self.epsilon = epsilon
+        self.__doc__ = f"Huber's loss with threshold {epsilon!r} (see _huber)."
+
+    def __call__(self, F, Y, s, e, a, u, w, parts):
+        return _huber(F, Y, s, e, a, parts, self.epsilon)
+
+
 _HUBER_FUNCTIONS = {}
 
 
@@ -216,14 +225,7 @@ def huber_fn(epsilon):
     :func:`register_loss` for the signature), one per value."""
     epsilon = float(epsilon)
     if epsilon not in _HUBER_FUNCTIONS:
-        def huber(F, Y, s, e, a, u, w, parts):
-            return _huber(F, Y, s, e, a, parts, epsilon)
-
-        huber.__doc__ = f"Huber's loss with threshold {epsilon!r} (see _huber)."
-        # a closure is not cached on disk: it is compiled per process
-        options = dict(NUMBA_OPTIONS, cache=False)
-        _HUBER_FUNCTIONS[epsilon] = huber if numba.config.DISABLE_JIT \
-            else njit(**options)(huber)
+        _HUBER_FUNCTIONS[epsilon] = _HuberFunction(epsilon)
     return _HUBER_FUNCTIONS[epsilon]
 
 
@@ -618,7 +620,9 @@ def register_loss(name, fn, cls=None):
     name : str
         The loss's key in :data:`LOSSES`.
     fn : numba function
-        ``fn(F, Y, s, e, a, u, w, parts)`` of a batch: the outputs F and
+        ``fn(F, Y, s, e, a, u, w, parts)`` of a batch (called from Python
+        on the step's arrays: any callable of this signature works, a numba
+        function keeps the step fast): the outputs F and
         targets Y, e, a, u, w of shape (b, K) and the normalized weights s of
         shape (b,), all of F's dtype (float32 or float64). With ``parts``
         False it returns the risk ``Σ_k s_k ℓ(F_k, Y_k)`` (a float64); with
@@ -661,8 +665,7 @@ def register_loss(name, fn, cls=None):
     0.433...
     >>> del LOSSES["log_cosh"]
     """
-    if not isinstance(fn, numba.core.registry.CPUDispatcher) and not (
-            numba.config.DISABLE_JIT and callable(fn)):
+    if not callable(fn):
         raise TypeError(f"the loss function of {name!r} must be a numba njit "
                         f"function, got {type(fn).__name__}")
     if cls is None:
