@@ -94,10 +94,12 @@ from ._common import (
 # generated tasks: shapes no default was chosen on (wide one-hot data, many
 # classes, tall data, noisy and strongly non-linear low-dimensional tasks)
 GENERATED_TASKS = ("onehot_binary", "onehot_regression", "wide_5class",
-                   "classes_30", "tall_3class", "friedman1", "nonlinear_binary")
+                   "classes_30", "tall_3class", "friedman1", "nonlinear_binary",
+                   "mixed_binary", "heavy_friedman", "tall_noisy")
 TASKS = ("breast_cancer", "digits", "diabetes", "pendigits", "avila", "mnist10k",
          "letter") + GENERATED_TASKS
-REGRESSION_TASKS = ("diabetes", "onehot_regression", "friedman1")
+REGRESSION_TASKS = ("diabetes", "onehot_regression", "friedman1", "heavy_friedman",
+                    "tall_noisy")
 REAL_TASKS = ("pendigits", "avila", "mnist10k", "letter")
 MODELS = ("ggn", "mlp", "hgb")
 PLOT_TASKS = ("letter", "mnist10k", "wide_5class")
@@ -185,6 +187,58 @@ def _generated(name, seed):
         y = (f > 0).astype(int)
         flip = rng.random(3000) < 0.05
         y[flip] = 1 - y[flip]
+    elif name == "mixed_binary":
+        # 5 000 rows, 40 columns: 10 Gaussian, 8 heavy-tailed (log-normal,
+        # Pareto, counts) and 7 uniform numeric columns, 3 categoricals
+        # one-hot encoded (15 columns); a label from non-linear additive
+        # effects, two interactions and noise
+        n = 5000
+        gauss = rng.normal(0, 1, (n, 10))
+        heavy = np.column_stack(
+            [rng.lognormal(0, 1.5, n) for _ in range(3)]
+            + [rng.pareto(1.5, n) for _ in range(2)]
+            + [rng.negative_binomial(1, 0.05, n).astype(float) for _ in range(3)])
+        unif = rng.uniform(0, 1, (n, 7))
+        levels = (5, 4, 6)
+        codes, onehot = _one_hot_columns(rng, n, levels)
+        score = (np.sin(2 * gauss[:, 0]) + gauss[:, 1] * gauss[:, 2]
+                 + 0.5 * gauss[:, 3] - 0.7 * np.abs(gauss[:, 4])
+                 + np.log1p(heavy[:, 0]) - 0.8 * np.log1p(heavy[:, 3])
+                 + 0.6 * np.tanh(heavy[:, 5] / 20) + 1.5 * unif[:, 0] * unif[:, 1]
+                 + sum(rng.normal(0, 0.6, m)[codes[:, j]]
+                       for j, m in enumerate(levels))
+                 + 0.8 * (codes[:, 0] == 2) * gauss[:, 5])
+        score += rng.normal(0, 0.8, n)
+        y = (score > np.median(score)).astype(int)
+        X = np.hstack([gauss, heavy, unif, onehot])
+    elif name == "heavy_friedman":
+        # 40 000 rows of friedman1 (noise 6, R² ≈ 0.4 at best) with three
+        # columns made heavy-tailed by monotone maps: after StandardScaler a
+        # few values sit tens of standard deviations out
+        X, y = datasets.make_friedman1(40000, noise=6.0, random_state=0)
+        X[:, 0] = np.exp(8 * X[:, 0])
+        X[:, 1] = np.exp(10 * X[:, 1])
+        X[:, 3] = X[:, 3] ** 6
+        stratify = False
+    elif name == "tall_noisy":
+        # 40 000 rows, 10 columns like a tabular record of amounts and counts
+        # (log-normal money, Pareto, negative-binomial and Poisson counts, an
+        # ordinal, Student-t and Gaussian columns); a weak non-linear signal
+        # (R² ≈ 0.35 at best)
+        n = 40000
+        cols = [rng.lognormal(3, 1.2, n), rng.lognormal(1, 1.5, n),
+                rng.negative_binomial(1, 0.05, n).astype(float),
+                rng.poisson(3, n).astype(float), rng.normal(0, 1, n),
+                rng.uniform(0, 1, n), rng.pareto(2.5, n),
+                rng.normal(0, 1, n), rng.integers(0, 5, n).astype(float),
+                rng.standard_t(3, n)]
+        X = np.column_stack(cols)
+        f = (np.log1p(X[:, 0]) + 0.8 * np.tanh(X[:, 2] / 20)
+             + 0.5 * np.sin(2 * X[:, 4]) + 0.8 * X[:, 5] * X[:, 7]
+             + 0.4 * np.log1p(X[:, 6]) + 0.2 * X[:, 8] - 0.4 * (X[:, 3] > 5)
+             + 0.3 * np.clip(X[:, 9], -3, 3) - 0.3 * np.log1p(X[:, 1]))
+        y = f + rng.normal(0, np.std(f) * np.sqrt(1 / 0.35 - 1), n)
+        stratify = False
     else:
         raise ValueError(name)
     X_tr, X_te, y_tr, y_te = train_test_split(
