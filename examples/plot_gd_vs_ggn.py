@@ -63,6 +63,7 @@ X, y, X_test, y_test = make_teacher_student(n_train=1000, n_test=2000,
 common = dict(n_hidden=N_HIDDEN, fit_intercept=False, batch_size=None, tol=0,
               n_iter_no_change=max(GGN_ITER, GD_ITER), random_state=0,
               standardize_target=False,  # the paper trains on y as given
+              input_transform=None,  # ... and on X as given
               # the paper's H = τ ḡ'' (one output: Q is exact)
               hessian="diagonal", damping="tau")
 models = {

@@ -106,6 +106,7 @@ def run(mu, tau):
         scaling="ntk", fit_intercept=False, mu=mu, tau=tau,
         batch_size=BATCH_SIZE, max_iter=1, damping="auto", random_state=SEED,
         store_initial_weights=True, curvature="exact", hessian="diagonal",
+        input_transform=None,  # the paper's pixels / 255, as given
     )
     start = time.perf_counter()
     est.fit(X, y, X_val=X_test, y_val=y_test)

@@ -29,6 +29,7 @@ X, y, X_test, y_test = make_teacher_student(n_train=500, n_test=1000,
                                             n_features=5, random_state=0)
 common = dict(n_hidden=500, batch_size=None, tol=0, random_state=0,
               standardize_target=False,  # the paper trains on y as given
+              input_transform=None,  # ... and on X as given
               # the paper's H = τ ḡ'' (one output: Q is exact)
               hessian="diagonal", damping="tau")
 models = {

@@ -183,6 +183,7 @@ def train(X, y, X_test, y_test, solver, batch_size, mu, epochs):
         learning_rate=1.0, batch_size=batch_size, shuffle=False,
         damping="auto", random_state=SEED, store_initial_weights=True,
         curvature="exact", hessian="diagonal",  # the paper's step
+        input_transform=None,  # on X as the paper scales it
     )
     rng = np.random.default_rng(SEED)
     per_epoch = X.shape[0] // batch_size  # drop the last incomplete batch

@@ -64,20 +64,21 @@ SPLIT = {"test_size": 0.25, "random_state": 0}
 # (n_hidden=100, silu, NTK scaling, pseudo-Huber with mu="auto", tau="auto",
 # damping="adaptive", batch_size="auto", curvature="auto", hessian="auto").
 # * teacher-student: the paper's setting, n_hidden=500, full batch, tau=1e-4
-#   on its noise-free target, y as given, the paper's H = tau g'' (diagonal;
-#   one output: the curvature is exact anyway).
+#   on its noise-free target, X and y as given, the paper's H = tau g''
+#   (diagonal; one output: the curvature is exact anyway).
 GGN_SETTINGS = {
     "digits": {},
     "diabetes": {},
     "teacher-student": {"n_hidden": 500, "batch_size": None, "tau": 1e-4,
                         "standardize_target": False, "hessian": "diagonal",
-                        "damping": "tau"},
+                        "damping": "tau", "input_transform": None},
 }
 # Why, in one line each (printed under the table, for the rows that differ
 # from the defaults).
 GGN_REASONS = {
     "teacher-student": "the paper's setting (500 hidden units, full batch, "
-                       "tau=1e-4 on its noise-free target, H = tau g''); "
+                       "tau=1e-4 on its noise-free target, X as given, "
+                       "H = tau g''); "
                        "the MLP gets the same width and lbfgs, its strongest "
                        "solver for this small smooth full-batch problem.",
 }

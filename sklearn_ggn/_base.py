@@ -19,6 +19,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _config
 from ._activations import ACTIVATIONS
+from ._inputs import robust_clip, robust_clip_statistics
 from ._kernels import normalized_weights
 from ._network import TwoLayerNetwork
 from ._regularizers import REGULARIZERS
@@ -367,6 +368,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
         "scoring": [str, callable, None],
+        "input_transform": [StrOptions({"robust_clip"}), None],
     }
 
     @abstractmethod
@@ -375,7 +377,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
                  warm_start, verbose, store_initial_weights, curvature="auto",
-                 hessian="auto", scoring=None):
+                 hessian="auto", scoring=None, input_transform="robust_clip"):
         self.n_hidden = n_hidden
         self.activation = activation
         self.scaling = scaling
@@ -403,6 +405,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         self.curvature = curvature
         self.hessian = hessian
         self.scoring = scoring
+        self.input_transform = input_transform
 
     # ---------------------------------------------------------- persistence
     def __getstate__(self):
@@ -554,8 +557,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             weights["output_intercept"] = b_o
         return weights
 
+    def _network_inputs(self, X):
+        """Validated X as the network sees it: through the fitted
+        ``input_transform`` (``input_center_``, ``input_scale_``)."""
+        return robust_clip(X, getattr(self, "input_center_", None),
+                           getattr(self, "input_scale_", None))
+
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
+        X = self._network_inputs(X)
         network = self._network(X.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
@@ -708,6 +718,18 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
 
+        # The inputs the network sees (input_transform): statistics of the
+        # training rows of a fresh start, kept while weights are reused.
+        raw_X = X
+        if fresh_start:
+            center, scale = (robust_clip_statistics(X, sample_weight)
+                             if self.input_transform == "robust_clip"
+                             else (None, None))
+        else:
+            center = getattr(self, "input_center_", None)
+            scale = getattr(self, "input_scale_", None)
+        fitted.update(input_center_=center, input_scale_=scale)
+        X = robust_clip(X, center, scale)
         x_max = float(np.abs(X).max())
         if x_max >= _EXTREME_INPUT:
             warnings.warn(
@@ -716,7 +738,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "a huge step): standardize with StandardScaler, and for heavy "
                 "tails use RobustScaler or QuantileTransformer, or clip the "
                 "features.", UserWarning)
-        unscaled = _unscaled_features(X)
+        # (robust_clip puts every column on unit scale)
+        unscaled = _unscaled_features(X) if center is None else None
         if unscaled is not None and x_max < _EXTREME_INPUT:
             warnings.warn(
                 f"The features of X are not standardized: {unscaled}. The "
@@ -734,15 +757,20 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # in X's dtype. Mini-batch fits, partial_fit and larger full batches
         # compute in X's dtype.
         work = np.float64 if plan.float64_work else dtype
-        training = (X, y, sample_weight)  # as given to the callbacks
+        training = (raw_X, y, sample_weight)  # as given to the callbacks
         # (θ0 keeps its float64 draw: rounded to float32 first, the float32
         # fit would follow the float64 one only to ~2 % on digits at
         # tau=1e-5; initial_weights_ shows it rounded to X's dtype)
         X, Y, sample_weight, theta0 = (a.astype(work, copy=False) for a in
                                        (X, Y, sample_weight, theta0))
         if validation is not None:
-            scorer = self._validation_scorer(validation, validation_labels,
-                                             target_attributes, dtype)
+            scorer = self._validation_scorer(
+                validation, validation_labels,
+                dict(target_attributes, input_center_=center, input_scale_=scale),
+                dtype)
+            # (the scorer predicts from the rows as given; the monitor's
+            # network from the rows as the network sees them)
+            validation = (robust_clip(validation[0], center, scale),) + validation[1:]
             validation = tuple(a.astype(work, copy=False) for a in validation)
             validation = validation + (scorer,)
         tau_path = None
@@ -767,7 +795,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver = self._make_solver(problem, plan)
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
-                           records, theta0, solver.max_iter, training, dtype)
+                           records, theta0, solver.max_iter, training, dtype,
+                           {"input_center_": center, "input_scale_": scale})
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         result = solver.solve(problem, theta0, rng, monitor, state,
@@ -922,6 +951,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 "No predictive uncertainty is available: "
                 f"{state.get('_laplace_unavailable') or 'refit the estimator'}.")
+        X = self._network_inputs(X)
         network = self._network(X.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
@@ -1170,9 +1200,12 @@ class _Monitor:
     lines and scikit-learn's callbacks, once per iteration/epoch."""
 
     def __init__(self, estimator, network, loss, validation, early_stopping,
-                 records, theta0, max_iter, training, dtype):
+                 records, theta0, max_iter, training, dtype, inputs):
         self.estimator = estimator
         self.dtype = dtype
+        # the fit's input_transform statistics: with the weights, what a
+        # callback's reconstructed estimator predicts from
+        self.inputs = inputs
         self.network = network
         self.loss = loss
         self.early_stopping = early_stopping
@@ -1199,9 +1232,10 @@ class _Monitor:
             self._begin_epoch(theta0)
 
     def _reconstruction(self, theta):
-        return lambda: {name + "_": value for name, value in
-                        self.estimator._weights(self.network, theta,
-                                                self.dtype).items()}
+        return lambda: {**{name + "_": value for name, value in
+                           self.estimator._weights(self.network, theta,
+                                                   self.dtype).items()},
+                        **self.inputs}
 
     def _begin_epoch(self, theta):
         self.epoch_context = self.context.subcontext(task_name="epoch")

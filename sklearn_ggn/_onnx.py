@@ -164,6 +164,19 @@ def _network_outputs(graph, est, X):
     from sklearn_ggn._base import _kappa
 
     X = graph.node("Cast", [X], to=graph.proto)
+    if getattr(est, "input_center_", None) is not None:
+        # input_transform="robust_clip": z = a (x − c), x' = z / √(1 + (z/B)²)
+        from sklearn_ggn._inputs import _Z_MAX, CLIP
+
+        z = graph.node("Mul", [graph.node("Sub", [X, graph.constant(
+            "input_center", est.input_center_)]), graph.constant(
+            "input_scale", est.input_scale_)])
+        z = graph.node("Clip", [z, graph.constant("z_min", -_Z_MAX),
+                                graph.constant("z_max", _Z_MAX)])
+        z2 = graph.node("Mul", [graph.node("Mul", [z, z]), graph.constant(
+            "inv_clip2", np.array([1.0 / CLIP**2]))])
+        X = graph.node("Div", [z, graph.node("Sqrt", [graph.node("Add", [
+            z2, graph.constant("one", np.array([1.0]))])])])
     pre = graph.node("MatMul", [X, graph.constant("U_t", est.hidden_weights_.T)])
     if est.fit_intercept:
         pre = graph.node("Add", [pre, graph.constant("b_h", est.hidden_intercept_)])

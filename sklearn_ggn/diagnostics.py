@@ -160,6 +160,7 @@ def time_invariance(estimator, X, zero_as_unchanged=False):
             "store_initial_weights=True."
         )
     X = validate_data(estimator, X, reset=False, dtype=[np.float64, np.float32])
+    X = estimator._network_inputs(X)  # (as the network sees them)
     final = {"hidden_weights": estimator.hidden_weights_}
     if estimator.fit_intercept:
         final["hidden_intercept"] = estimator.hidden_intercept_

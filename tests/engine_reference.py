@@ -97,7 +97,9 @@ COMMON = {"n_hidden": 16, "random_state": 0, "damping": "auto", "tau": 1e-4,
           "batch_size": None, "tol": 1e-4, "n_iter_no_change": 10,
           "step_size": 0.95, "line_search": True, "mu": "auto",
           # the stored fits are of the exact step (the 0.2 defaults)
-          "curvature": "exact", "hessian": "diagonal"}
+          "curvature": "exact", "hessian": "diagonal",
+          # ... on X as given (the 0.7 default maps it first)
+          "input_transform": None}
 CONFIGS = {
     "reg_full_dual": (GGNScoreRegressor, dict(max_iter=6, linear_solver="dual"),
                       _regression, "fit"),

@@ -43,8 +43,10 @@ def test_incremental_on_a_cluster_is_one_fit_with_fixed_damping(client):
     """Five chunks on two worker processes: exactly the steps of one epoch
     of ``fit(shuffle=False)``."""
     X, y, _, _ = data()
+    # (input_transform=None: partial_fit takes its input statistics from the
+    # first chunk, fit from all rows)
     params = dict(n_hidden=32, batch_size=32, shuffle=False, damping=1.0,
-                  random_state=0)
+                  random_state=0, input_transform=None)
     with threadpool_limits(limits=1, user_api="blas"):  # as on the workers
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)

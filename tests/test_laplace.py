@@ -55,7 +55,9 @@ def _dense(reg):
 
 def _reference(reg, X, y, X_test, sample_weight=None, last_layer=False):
     """(std of y at X_test, σ² in training units, log evidence in y units)
-    from the definitions."""
+    from the definitions, on the inputs as the network sees them (the fitted
+    input_transform's map, tested in test_inputs.py)."""
+    X, X_test = reg._network_inputs(X), reg._network_inputs(X_test)
     dense, theta, _ = _dense(reg)
     n, K = dense.n, dense.K
     m = X.shape[0]
@@ -275,10 +277,11 @@ def _classifier_reference(clf, X, y, X_test, last_layer=False):
     """(probit probabilities at X_test, log evidence, prior scale c) from
     the definitions: Λ_k = diag π_k − π_k π_kᵀ (π(1 − π) for one logit),
     P = N (Σ_k s_k J_kᵀ Λ_k J_k + c τ diag ḡ''(θ*)), c maximizing the
-    evidence at θ*."""
+    evidence at θ*; on the inputs as the network sees them."""
     from scipy.optimize import minimize_scalar
     from scipy.special import expit, softmax
 
+    X, X_test = clf._network_inputs(X), clf._network_inputs(X_test)
     dense, theta, _ = _dense(clf)
     n, K = dense.n, dense.K
     N = X.shape[0]
@@ -375,7 +378,9 @@ def test_sparse_inputs_take_the_last_layer_without_densifying():
 
     X, y, X_test = _data(m=40)
     X[np.abs(X) < 0.7] = 0.0
-    params = dict(n_hidden=6, tau=0.05, max_iter=4, random_state=0)
+    # (input_transform=None: sparse X is passed as given, its dense copy too)
+    params = dict(n_hidden=6, tau=0.05, max_iter=4, random_state=0,
+                  input_transform=None)
     sparse = GGNScoreRegressor(**params).fit(sp.csr_array(X), y)
     assert sparse.uncertainty_ == "last_layer"
     dense = GGNScoreRegressor(uncertainty="last_layer", **params).fit(X, y)

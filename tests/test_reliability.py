@@ -549,14 +549,33 @@ def test_unscaled_raw_iris_warns_naming_the_feature():
     X, y = load_iris(return_X_y=True)  # values up to 7.9: no extreme input
     with pytest.warns(UserWarning, match=r"not standardized: feature 0 has "
                                          r"root-mean-square 5\.9"):
-        _fitted(GGNScoreClassifier(n_hidden=8, max_iter=5, random_state=0), X, y)
+        _fitted(GGNScoreClassifier(n_hidden=8, max_iter=5, random_state=0,
+                                   input_transform=None), X, y)
+
+
+def test_raw_iris_needs_no_scaler_by_default():
+    """With the default robust_clip inputs raw iris fits without a warning
+    about scale, as well as standardized iris does."""
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        raw = GGNScoreClassifier(n_hidden=8, max_iter=30, random_state=0).fit(X, y)
+    scaled = GGNScoreClassifier(n_hidden=8, max_iter=30, random_state=0).fit(
+        StandardScaler().fit_transform(X), y)
+    assert raw.score(X, y) > 0.9
+    np.testing.assert_allclose(raw.predict_proba(X), scaled.predict_proba(
+        StandardScaler().fit_transform(X)), rtol=1e-6, atol=1e-8)
 
 
 def test_features_of_very_different_spread_warn():
     X, y = _data(n=60)
     X = X * np.array([1.0, 1e-4, 1.0, 1.0])
     with pytest.warns(UserWarning, match="standard deviations range from"):
-        _fitted(GGNScoreRegressor(n_hidden=4, max_iter=3, random_state=0), X, y)
+        _fitted(GGNScoreRegressor(n_hidden=4, max_iter=3, random_state=0,
+                                  input_transform=None), X, y)
 
 
 def test_standardized_features_do_not_warn():

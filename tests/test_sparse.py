@@ -94,8 +94,10 @@ def test_sparse_fit_equals_dense_fit(Est, kwargs, n_classes, batch_size, fmt,
     X, Xd, y = sparse_data()
     if Est is GGNScoreClassifier:
         y = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    # (sparse X is passed to the network as given; the dense copy too here)
     est = Est(n_hidden=12, max_iter=4, tol=0, batch_size=batch_size,
-              linear_solver=linear_solver, random_state=0, **kwargs)
+              linear_solver=linear_solver, random_state=0, input_transform=None,
+              **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ours = est.fit(X.asformat(fmt), y)
@@ -135,8 +137,8 @@ def test_float32_sparse_input_stays_float32():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X.astype(np.float32), y)
-        ref = GGNScoreRegressor(n_hidden=8, max_iter=3, tol=0, random_state=0).fit(
-            Xd.astype(np.float32), y)
+        ref = GGNScoreRegressor(n_hidden=8, max_iter=3, tol=0, random_state=0,
+                                input_transform=None).fit(Xd.astype(np.float32), y)
     assert est.hidden_weights_.dtype == np.float32
     assert est.predict(X.astype(np.float32)).dtype == np.float32
     np.testing.assert_allclose(est.hidden_weights_, ref.hidden_weights_, rtol=1e-3,

@@ -1,0 +1,211 @@
+"""input_transform="robust_clip": the map against a slow reference, and the
+estimators' use of it (fit, predict, warm starts, partial_fit, sparse X)."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.preprocessing import StandardScaler
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn._inputs import CLIP, robust_clip, robust_clip_statistics
+
+
+def test_light_tailed_columns_are_standardized_in_their_bulk():
+    """s = min(σ, IQR/1.349): a uniform column is scaled by its σ, a
+    Gaussian one by either (they agree), a heavy-tailed one by its IQR."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(-2, 2, 10000), rng.normal(3, 2, 10000),
+                         rng.lognormal(0, 2, 10000)])
+    center, scale = robust_clip_statistics(X)
+    assert 1 / scale[0] == pytest.approx(X[:, 0].std(), rel=1e-12)
+    assert 1 / scale[1] == pytest.approx(2.0, rel=0.03)
+    q1, q3 = np.quantile(X[:, 2], [0.25, 0.75])
+    assert 1 / scale[2] == pytest.approx((q3 - q1) / 1.3489795003921634, rel=1e-3)
+    assert CLIP == pytest.approx(3 * 1.3489795003921634)
+
+
+def naive_robust_clip(X, w=None):
+    """Column by column, with the quantiles of the weighted empirical
+    distribution read off the sorted values (rows repeated by weight)."""
+    X = np.asarray(X, dtype=float)
+    w = np.ones(len(X), dtype=int) if w is None else np.asarray(w, dtype=int)
+    out = np.empty_like(X)
+    for j in range(X.shape[1]):
+        col = np.sort(np.repeat(X[:, j], w))
+        n = len(col)
+
+        def q(p):  # the smallest value whose empirical CDF reaches p
+            return col[int(np.ceil(p * n)) - 1]
+
+        med, spread, full = q(0.5), q(0.75) - q(0.25), col[-1] - col[0]
+        sigma = np.sqrt(np.mean((col - col.mean()) ** 2))
+        a = (1 / min(sigma, spread / 1.3489795003921634) if spread > 0
+             else (2 / full if full > 0 else 0.0))
+        for i in range(len(X)):
+            z = a * (X[i, j] - med)
+            out[i, j] = z / np.sqrt(1 + (z / CLIP) ** 2)
+    return out
+
+
+def heavy_data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([
+        rng.normal(size=n),                    # Gaussian
+        rng.lognormal(0, 2.5, n),              # heavy right tail
+        rng.integers(0, 2, n) * (rng.uniform(size=n) < 0.1),  # rare one-hot
+        np.full(n, 3.5),                       # constant
+        rng.standard_t(1, n) * 1e6,            # Cauchy, unscaled
+    ])
+
+
+def test_map_matches_the_naive_reference():
+    X = heavy_data()
+    center, scale = robust_clip_statistics(X)
+    np.testing.assert_allclose(robust_clip(X, center, scale),
+                               naive_robust_clip(X), rtol=1e-12, atol=1e-15)
+
+
+def test_weights_count_as_repeated_rows():
+    X = heavy_data(120, seed=1)
+    w = np.random.default_rng(2).integers(0, 4, len(X))
+    center, scale = robust_clip_statistics(X, w.astype(float))
+    np.testing.assert_allclose(robust_clip(X, center, scale),
+                               naive_robust_clip(X, w), rtol=1e-12, atol=1e-15)
+    # and as the repeated rows themselves
+    rep = np.repeat(X, w, axis=0)
+    np.testing.assert_array_equal(center, robust_clip_statistics(rep)[0])
+    np.testing.assert_allclose(scale, robust_clip_statistics(rep)[1], rtol=1e-12)
+
+
+def test_map_is_bounded_monotone_and_keeps_the_bulk():
+    X = heavy_data(2000)
+    Z = robust_clip(X, *robust_clip_statistics(X))
+    assert np.all(np.abs(Z) < CLIP)
+    for j in range(X.shape[1]):
+        order = np.argsort(X[:, j], kind="stable")
+        assert np.all(np.diff(Z[order, j]) >= 0)
+    # the constant column is 0, the heavy column's bulk is spread, not
+    # squeezed into a sliver as StandardScaler leaves it
+    assert np.all(Z[:, 3] == 0)
+    assert np.percentile(Z[:, 1], 75) - np.percentile(Z[:, 1], 25) > 0.8
+    S = StandardScaler().fit_transform(X)
+    assert np.percentile(S[:, 1], 75) - np.percentile(S[:, 1], 25) < 0.5
+
+
+def test_huge_values_and_float32_stay_finite():
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [3e38]], dtype=np.float32)
+    Z = robust_clip(X, *robust_clip_statistics(X))
+    assert Z.dtype == np.float32 and np.all(np.isfinite(Z))
+    assert Z[-1, 0] == pytest.approx(CLIP, rel=1e-6)
+
+
+@pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
+def test_fit_is_the_untransformed_fit_on_mapped_inputs(Est):
+    """The estimator with the map is exactly the estimator without it fitted
+    on the mapped inputs: same weights, same predictions."""
+    X = heavy_data(200)
+    y = (X[:, 0] + np.log(X[:, 1]) > 4).astype(int)
+    Z = robust_clip(X, *robust_clip_statistics(X))
+    kw = dict(n_hidden=12, max_iter=15, random_state=0)
+    a = Est(**kw).fit(X, y)
+    b = Est(input_transform=None, **kw).fit(Z, y)
+    np.testing.assert_array_equal(a.hidden_weights_, b.hidden_weights_)
+    np.testing.assert_array_equal(a.predict(X), b.predict(Z))
+    assert b.input_center_ is None and b.input_scale_ is None
+    X_new = heavy_data(50, seed=5)
+    Z_new = robust_clip(X_new, a.input_center_, a.input_scale_)
+    np.testing.assert_array_equal(a.predict(X_new), b.predict(Z_new))
+
+
+def test_a_scaler_in_front_changes_nothing():
+    X = heavy_data(300)
+    y = np.sin(X[:, 0]) + np.log(X[:, 1])
+    kw = dict(n_hidden=10, max_iter=10, random_state=0)
+    raw = GGNScoreRegressor(**kw).fit(X, y)
+    S = StandardScaler().fit(X)
+    scaled = GGNScoreRegressor(**kw).fit(S.transform(X), y)
+    np.testing.assert_allclose(raw.predict(X), scaled.predict(S.transform(X)),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_no_unscaled_warning_on_raw_columns(recwarn):
+    X = heavy_data(300)
+    GGNScoreRegressor(n_hidden=5, max_iter=3).fit(X, X[:, 0])
+    assert not [w for w in recwarn if "standardized" in str(w.message)
+                or "extreme" in str(w.message) or "values up to" in str(w.message)]
+    with pytest.warns(UserWarning, match="values up to"):
+        GGNScoreRegressor(n_hidden=5, max_iter=3,
+                          input_transform=None).fit(X, X[:, 0])
+
+
+def test_warm_start_and_partial_fit_keep_the_statistics():
+    X = heavy_data(300)
+    y = X[:, 0]
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, warm_start=True).fit(X, y)
+    center, scale = reg.input_center_.copy(), reg.input_scale_.copy()
+    reg.fit(X[:100] * 7, y[:100])
+    np.testing.assert_array_equal(reg.input_center_, center)
+    np.testing.assert_array_equal(reg.input_scale_, scale)
+    inc = GGNScoreRegressor(n_hidden=5).partial_fit(X[:150], y[:150])
+    first = robust_clip_statistics(X[:150])
+    inc.partial_fit(X[150:], y[150:])
+    np.testing.assert_array_equal(inc.input_center_, first[0])
+    np.testing.assert_array_equal(inc.input_scale_, first[1])
+    # a cold refit computes them again
+    reg.set_params(warm_start=False).fit(X[:100] * 7, y[:100])
+    np.testing.assert_array_equal(reg.input_center_,
+                                  robust_clip_statistics(X[:100] * 7)[0])
+
+
+def test_sparse_inputs_are_passed_as_given():
+    X = sp.random(100, 8, density=0.3, random_state=0, format="csr")
+    y = np.asarray(X.sum(axis=1)).ravel()
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0).fit(X, y)
+    assert reg.input_center_ is None and reg.input_scale_ is None
+    ref = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0,
+                            input_transform=None).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(X), ref.predict(X))
+
+
+def test_callable_scoring_sees_the_rows_as_given():
+    """A scorer predicts through the estimator, so it must get the rows
+    untransformed and a copy that holds the statistics."""
+    from sklearn.metrics import make_scorer, r2_score
+
+    X = heavy_data(300)
+    y = np.sin(X[:, 0]) + np.log(X[:, 1])
+    kw = dict(n_hidden=8, max_iter=5, random_state=0)
+    a = GGNScoreRegressor(**kw).fit(X[:200], y[:200], X_val=X[200:], y_val=y[200:])
+    b = GGNScoreRegressor(scoring=make_scorer(r2_score), **kw).fit(
+        X[:200], y[:200], X_val=X[200:], y_val=y[200:])
+    np.testing.assert_allclose(a.history_["validation_score"],
+                               b.history_["validation_score"], rtol=1e-10)
+    assert a.history_["validation_score"][-1] == pytest.approx(
+        a.score(X[200:], y[200:]))
+
+
+def test_predictive_std_is_that_of_the_mapped_inputs():
+    X = heavy_data(150)
+    y = np.sin(X[:, 0]) + np.log(X[:, 1]) + 0.1 * np.random.default_rng(3).normal(size=150)
+    kw = dict(n_hidden=6, max_iter=8, tau=0.05, random_state=0, batch_size=None)
+    a = GGNScoreRegressor(**kw).fit(X, y)
+    Z = robust_clip(X, a.input_center_, a.input_scale_)
+    b = GGNScoreRegressor(input_transform=None, **kw).fit(Z, y)
+    X_new = heavy_data(20, seed=9)
+    Z_new = robust_clip(X_new, a.input_center_, a.input_scale_)
+    for u, v in zip(a.predict(X_new, return_std=True),
+                    b.predict(Z_new, return_std=True)):
+        np.testing.assert_allclose(u, v, rtol=1e-10)
+
+
+def test_inputs_near_the_largest_float_fit_by_default():
+    """The data of scikit-learn's non-finite-parameters test (values near
+    the largest float64): with the map the network sees unit-scale inputs
+    and the fit is finite; without it the fit fails with the MLP's error
+    (test_mlp_port.py)."""
+    rng = np.random.RandomState(0)
+    X = np.finfo(np.float64).max * rng.uniform(size=(10, 2))
+    y = rng.standard_normal(size=10)
+    reg = GGNScoreRegressor(n_hidden=8, max_iter=5, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(reg.hidden_weights_))
+    assert np.all(np.isfinite(reg.predict(X)))
