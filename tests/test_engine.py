@@ -298,7 +298,8 @@ def test_output_scaling_reaches_the_network(scaling, kappa):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((20, 3))
     reg = GGNScoreRegressor(n_hidden=8, scaling=scaling, max_iter=2, random_state=0,
-                            standardize_target=False)  # predict = Φ
+                            standardize_target=False,  # predict = Φ
+                            input_transform=None)  # ... of X as given
     with pytest.warns(Warning, match="Maximum iterations"):  # 2 steps are enough
         reg.fit(X, X[:, 0])
     dense = DenseNetwork(reg.hidden_weights_, reg.output_weights_,
@@ -398,10 +399,15 @@ def test_adaptive_damping_rule():
     assert not d.accept(1.6, 1.0) and d.lam == pytest.approx(0.3)  # undo, ×3
     assert d.accept(1.0, 1.0) and d.lam == pytest.approx(0.3 * 0.995)
     d.end_epoch(1.0)
-    d.end_epoch(0.995)  # improved by < 1 %: the floor rises by 1.5
-    assert d.floor == pytest.approx(0.15) and d.stalls == 1 and not d.converged()
+    # improved by < 1 % (slow) but by more than 0.3 % of the first epoch's
+    # objective: the floor rises by 1.5, the fit goes on (noisy data sit
+    # near their noise floor, where every epoch is slow)
+    d.end_epoch(0.995)
+    assert d.floor == pytest.approx(0.15) and d.stalls == 0 and not d.converged()
     assert d.lam == pytest.approx(0.3 * 0.995)  # above the new floor: kept
-    d.end_epoch(0.994)
+    d.end_epoch(0.994)  # < 0.3 % of the first objective: small, counts
+    assert d.floor == pytest.approx(0.225) and d.stalls == 1
+    d.end_epoch(0.993)
     assert d.stalls == 2 and not d.converged()
     d.end_epoch(0.5)  # progress resets the count
     assert d.stalls == 0 and not d.converged()
@@ -411,11 +417,11 @@ def test_adaptive_damping_rule():
     # polishing: less than 0.3 % of the first objective
     d.end_epoch(0.098)
     assert d.stalls == 1
-    for k in range(4):  # five stalled epochs in a row end the fit
+    for k in range(4):  # five small epochs in a row end the fit
         assert not d.converged()
         d.end_epoch(0.097 - 0.001 * k)
     assert d.converged() and d.stalls == 5
-    assert d.floor == pytest.approx(0.1 * 1.5**7)
+    assert d.floor == pytest.approx(0.1 * 1.5**8)
     assert d.lam == pytest.approx(d.floor)  # raised to the floor
 
 

@@ -270,9 +270,9 @@ class Solver:
                     and self.stop_when_stalled and self.damping_ends_fit):
                 status = "converged"
                 reason = (f"the epoch objective improved by less than "
-                          f"{damping.stall:.0%} (or {damping.stall_first:.1%} of "
-                          f"the first epoch's) in {damping.patience} consecutive "
-                          f"epochs, even with the damping raised")
+                          f"{damping.stall_first:.1%} of the first epoch's in "
+                          f"{damping.patience} consecutive epochs, even with the "
+                          f"damping raised")
                 break
             if self.stopping is not None and self.stopping(record["objective"],
                                                            previous_best):

@@ -144,13 +144,18 @@ class AdaptiveDamping:
     * otherwise ``λ ← max(λ_floor, decay·λ)``.
 
     At the end of an epoch whose mean objective improved by less than
-    ``stall`` relative to the previous epoch, or by less than ``stall_first``
-    times the first epoch's objective (polishing far below where the fit
-    started), the floor itself is raised by ``stall_increase``: when progress
-    stalls the damping rises rather than the fit stopping (a gentle
-    schedule: the noise of the steps falls while they keep moving); after
-    ``patience`` such epochs in a row (the damping raised 7.6-fold) the fit
-    has converged.
+    ``stall`` relative to the previous epoch (slow), or by less than
+    ``stall_first`` times the first epoch's objective (small: polishing far
+    below where the fit started), the floor itself is raised by
+    ``stall_increase``: when progress stalls the damping rises rather than
+    the fit stopping (a gentle schedule: the noise of the steps falls while
+    they keep moving). After ``patience`` epochs in a row of small progress
+    the fit has converged. Slow progress alone does not count: on noisy
+    data (a low R², label noise) the objective sits near its noise floor, so
+    every epoch is slow relative to it while the rising damping still
+    anneals the iterate towards a better fit (a tall regression of R² 0.35
+    stopped after 7-11 epochs, 0.02 below the MLP, and gains 0.01-0.04 when
+    run on to 18-21).
     The state (λ, floor, the last epoch's objective) is carried across
     epochs, warm starts and ``partial_fit`` calls.
 
@@ -237,12 +242,19 @@ class AdaptiveDamping:
         scale = 1.0
         if self.work_steps is not None and n_steps is not None:
             scale = min(1.0, n_steps / self.work_steps)
-        if last is not None and (
-                objective > (1.0 - scale * self.stall) * last
-                or last - objective
-                < scale * self.stall_first * self.first_epoch_objective):
+        if last is None:
+            self.last_epoch_objective = objective
+            return
+        gain = last - objective
+        slow = gain < scale * self.stall * last
+        small = gain < scale * self.stall_first * self.first_epoch_objective
+        if slow or small:
             self.floor *= self.stall_increase
             self.lam = max(self.lam, self.floor)
+        # only small progress counts towards the end: on noisy data the
+        # objective stays near its noise floor, so every epoch is slow
+        # relative to it while the raised damping still anneals the fit
+        if small:
             self.stalls += 1
         else:
             self.stalls = 0
