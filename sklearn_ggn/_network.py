@@ -164,8 +164,8 @@ class TwoLayerNetwork:
 
     def forward(self, theta, Xa, with_deriv=True):
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
-        _, V, b_o = self.unpack(theta)
-        pre = self.pre_activations(theta, Xa)
+        U_aug, V, b_o = self.unpack(theta)
+        pre = _times_transposed(Xa, U_aug)
         rho = np.empty_like(pre)
         rho_d = np.empty_like(pre) if with_deriv else np.empty(0, pre.dtype)
         ACTIVATIONS[self.activation](pre.reshape(-1), rho.reshape(-1),
@@ -254,7 +254,7 @@ class TwoLayerNetwork:
         grad = np.empty(self.n_params, dtype=dtype)
         hidden, z = _as(hidden, dtype), _as(z, dtype)
         Xa = cache.Xa
-        if sp.issparse(Xa):
+        if _sparse(Xa):
             sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
                                                 hidden,
                                                 grad[:p_u].reshape(n, d_aug))
@@ -264,7 +264,8 @@ class TwoLayerNetwork:
         np.dot(cache.rho.T, z, out=gV)
         gV *= self.kappa
         if self.fit_intercept:
-            np.sum(z, axis=0, out=grad[p_u + n * K:])
+            # (the ufunc's reduction that np.sum calls, without its wrapper)
+            np.add.reduce(z, axis=0, out=grad[p_u + n * K:])
         return grad
 
     # ------------------------------------------------------------ Gram
@@ -584,7 +585,7 @@ def _gram_lower(A):
 
 def _inner_products_lower(Xa):
     """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or sparse X̂."""
-    if sp.issparse(Xa):
+    if _sparse(Xa):
         return _inner_products(Xa)
     return _gram_lower(np.ascontiguousarray(Xa))
 
@@ -600,9 +601,14 @@ def _inner_products(Xa):
     return out
 
 
+def _sparse(X):
+    """``sp.issparse`` with the dense arrays of every step answered first."""
+    return not isinstance(X, np.ndarray) and sp.issparse(X)
+
+
 def _times_transposed(Xa, W):
     """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
-    if not sp.issparse(Xa):
+    if not _sparse(Xa):
         return Xa @ W.T
     out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
                                                                      W.dtype))
