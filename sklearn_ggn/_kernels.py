@@ -469,6 +469,18 @@ def unit_gram_combine_kernel(WW, XX, FF, S, FDF, kappa2, R, gram):
     bias = FDF.shape[0] > 0
     for row in range(m):
         k = row // R
+        if R == 1:
+            # a row per sample (l = col): the loop without an integer
+            # division per entry runs on SIMD (128 rows: 14 -> 11 us in
+            # float64; 183 rows in float32: 28 -> 14 us)
+            for col in range(row + 1):
+                value = kappa2 * (WW[row, col] * XX[k, col]
+                                  + FF[row, col] * S[k, col])
+                if bias:
+                    value += FDF[row, col]
+                gram[row, col] = value
+                gram[col, row] = value
+            continue
         for col in range(row + 1):
             l = col // R
             value = kappa2 * (WW[row, col] * XX[k, l] + FF[row, col] * S[k, l])
