@@ -274,7 +274,7 @@ class Linearization:
         """
         if form != "dual":
             system = self.gauss_newton_matrix()
-            system.flat[:: system.shape[0] + 1] += 1.0 / self.D
+            _diagonal(system)[...] += 1.0 / self.D
             return _finite(self.triangular_solve(self.factorize(system),
                                                  self.gradient))
 
@@ -300,7 +300,7 @@ class Linearization:
             spread = math.sqrt(np.maximum.reduce(values) / np.minimum.reduce(values))
             if (1.0 + gershgorin) * spread <= REFINE_CANCELLATION:
                 coef = self.factor.coefficients(self.residual)
-        system.flat[:: system.shape[0] + 1] += 1.0
+        _diagonal(system)[...] += 1.0
         if contraction >= MAX_CONTRACTION:
             return self._float64_direction()
         try:
@@ -424,6 +424,14 @@ class Linearization:
     def _float64_direction(self):
         """The dual direction computed entirely in float64, in θ's dtype."""
         return self._float64().direction("dual").astype(self.theta.dtype)
+
+
+def _diagonal(system):
+    """A writable view of a square array's diagonal (a strided slice of
+    the C-order array: ``.flat`` indexing cost 3 us at order 128)."""
+    if system.flags.c_contiguous:
+        return system.reshape(-1)[:: system.shape[0] + 1]
+    return np.einsum("ii->i", system)
 
 
 def _norm(x):
