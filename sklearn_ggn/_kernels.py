@@ -17,6 +17,8 @@ and ``M`` does not depend on the output index, so it is built once (one
 GEMM per row block) instead of K² times as an explicit Jacobian would.
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -41,9 +43,11 @@ def normalized_weights_kernel(w, s):
 def all_finite(x):
     """Whether every entry of an array is finite: ``x·x`` (one BLAS pass) is
     finite exactly when no entry is inf or NaN, unless it overflows, when
-    the entries are checked one by one."""
+    the entries are checked one by one. (The scalar is tested by
+    ``math.isfinite``: NumPy's ufunc on a scalar cost more than the dot
+    itself on a step's θ.)"""
     flat = x.reshape(-1)
-    return bool(np.isfinite(flat @ flat)) or bool(np.isfinite(flat).all())
+    return math.isfinite(flat @ flat) or bool(np.isfinite(flat).all())
 
 
 def normalized_weights(w):
@@ -465,6 +469,18 @@ def unit_gram_combine_kernel(WW, XX, FF, S, FDF, kappa2, R, gram):
     bias = FDF.shape[0] > 0
     for row in range(m):
         k = row // R
+        if R == 1:
+            # a row per sample (l = col): the loop without an integer
+            # division per entry runs on SIMD (128 rows: 14 -> 11 us in
+            # float64; 183 rows in float32: 28 -> 14 us)
+            for col in range(row + 1):
+                value = kappa2 * (WW[row, col] * XX[k, col]
+                                  + FF[row, col] * S[k, col])
+                if bias:
+                    value += FDF[row, col]
+                gram[row, col] = value
+                gram[col, row] = value
+            continue
         for col in range(row + 1):
             l = col // R
             value = kappa2 * (WW[row, col] * XX[k, l] + FF[row, col] * S[k, l])

@@ -407,10 +407,10 @@ class _FactoredLoss:
     def residual_and_parts(self, F, Y, s):
         """``e`` and the :class:`FactorParts` of ``A`` (``Q_k = A_k A_kᵀ``)."""
         F, Y, s = _kernel_arrays(F, Y, s)
-        e = np.empty_like(F)
-        a = np.empty_like(F)
-        u = np.zeros_like(F)
-        w = np.zeros_like(F)
+        e = np.empty(F.shape, F.dtype)
+        a = np.empty(F.shape, F.dtype)
+        u = np.zeros(F.shape, F.dtype)
+        w = np.zeros(F.shape, F.dtype)
         self.batch_function(F.shape[1])(F, Y, s, e, a, u, w, True)
         return e, FactorParts(a, u, w)
 

@@ -18,6 +18,7 @@ densified except in the primal form's row chunks (that form is p × p with
 p ≥ n·d̂, so only small inputs can afford it).
 """
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,9 @@ from ._losses import FactorParts, RankFactor
 
 # Memory bound (bytes) for the temporaries of one Gram / GN-matrix block.
 _BLOCK_BYTES = 64 * 2**20
+# Largest work array (bytes) a network keeps from one step to the next (see
+# TwoLayerNetwork.work_array).
+_REUSED_BYTES = 2**20
 
 
 def pair_block_rows(b, width, itemsize):
@@ -114,6 +118,30 @@ class TwoLayerNetwork:
         self.n_params = (
             self.n_hidden_params + n_hidden * n_outputs + n_outputs * fit_intercept
         )
+        self._work = {}
+
+    def work_array(self, name, m, dtype):
+        """A square ``m × m`` work array of ``dtype`` kept for the next step,
+        or None when it exceeds :data:`_REUSED_BYTES`.
+
+        The products of the per-unit Gram are b × b temporaries of every
+        step; allocated afresh, the C allocator handed their pages back to
+        the system and faulted them in again at each step (28 page faults,
+        30 us of a 128-row step). One array per name, thread and shape;
+        its content is whatever the last user left."""
+        dtype = np.dtype(dtype)
+        if m * m * dtype.itemsize > _REUSED_BYTES:
+            return None
+        arrays = self.__dict__.setdefault("_work", {})
+        key = (name, threading.get_ident())
+        work = arrays.get(key)
+        if work is None or work.shape[0] != m or work.dtype != dtype:
+            work = arrays[key] = np.empty((m, m), dtype=dtype)
+        return work
+
+    def __getstate__(self):
+        # (work arrays are a cache of the steps, not part of the network)
+        return {**self.__dict__, "_work": {}}
 
     # ------------------------------------------------------------ layout
     def unpack(self, theta):
@@ -164,8 +192,8 @@ class TwoLayerNetwork:
 
     def forward(self, theta, Xa, with_deriv=True):
         """Forward pass on augmented inputs; returns a :class:`ForwardCache`."""
-        _, V, b_o = self.unpack(theta)
-        pre = self.pre_activations(theta, Xa)
+        U_aug, V, b_o = self.unpack(theta)
+        pre = _times_transposed(Xa, U_aug)
         rho = np.empty_like(pre)
         rho_d = np.empty_like(pre) if with_deriv else np.empty(0, pre.dtype)
         ACTIVATIONS[self.activation](pre.reshape(-1), rho.reshape(-1),
@@ -254,7 +282,7 @@ class TwoLayerNetwork:
         grad = np.empty(self.n_params, dtype=dtype)
         hidden, z = _as(hidden, dtype), _as(z, dtype)
         Xa = cache.Xa
-        if sp.issparse(Xa):
+        if _sparse(Xa):
             sparse_transposed_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
                                                 hidden,
                                                 grad[:p_u].reshape(n, d_aug))
@@ -264,7 +292,8 @@ class TwoLayerNetwork:
         np.dot(cache.rho.T, z, out=gV)
         gV *= self.kappa
         if self.fit_intercept:
-            np.sum(z, axis=0, out=grad[p_u + n * K:])
+            # (the ufunc's reduction that np.sum calls, without its wrapper)
+            np.add.reduce(z, axis=0, out=grad[p_u + n * K:])
         return grad
 
     # ------------------------------------------------------------ Gram
@@ -386,11 +415,15 @@ class TwoLayerNetwork:
             # each product of a matrix with its own transpose is a syrk
             # (half a GEMM's flops); the combination reads their lower
             # triangles and writes both
-            gram = np.empty((b * R, b * R), dtype=dtype)
+            m = b * R
+            gram = np.empty((m, m), dtype=dtype)
             unit_gram_combine_kernel(
-                _gram_lower(W2 * root), _inner_products_lower(Xa), _gram_lower(Ft),
-                _gram_lower(cache.rho * root),
-                _gram_lower(Ft * np.sqrt(D_bo)) if D_bo is not None else gram[:0],
+                _gram_lower(W2 * root, self.work_array("WW", m, dtype)),
+                _inner_products_lower(Xa, self.work_array("XX", b, dtype)),
+                _gram_lower(Ft, self.work_array("FF", m, dtype)),
+                _gram_lower(cache.rho * root, self.work_array("S", b, dtype)),
+                _gram_lower(Ft * np.sqrt(D_bo), self.work_array("FDF", m, dtype))
+                if D_bo is not None else gram[:0],
                 kappa2, R, gram)
             return gram
         sparse = sp.issparse(Xa)
@@ -572,21 +605,25 @@ def _dense(factor):
 _SYRK = {"d": dsyrk, "f": ssyrk}
 
 
-def _gram_lower(A):
+def _gram_lower(A, out=None):
     """``A Aᵀ`` (C order) of a C-contiguous A, by BLAS syrk: only the lower
-    triangle holds values (the upper one is zero)."""
+    triangle holds values (the upper one is zero, or left as it was in
+    ``out``, a C-order array of A's dtype written in place when given)."""
     syrk = _SYRK[A.dtype.char]
     # A's transpose is the Fortran-order matrix that syrk(trans=1) takes
     # without a copy; its upper triangle (Fortran order) is the lower one of
-    # the C-order view
-    return syrk(1.0, A.T, trans=1).T
+    # the C-order view (beta = 0: out's old values are never read)
+    if out is None:
+        return syrk(1.0, A.T, trans=1).T
+    return syrk(1.0, A.T, c=out.T, trans=1, overwrite_c=1).T
 
 
-def _inner_products_lower(Xa):
-    """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or sparse X̂."""
-    if sp.issparse(Xa):
+def _inner_products_lower(Xa, out=None):
+    """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or sparse X̂
+    (dense: into ``out`` when given, see :func:`_gram_lower`)."""
+    if _sparse(Xa):
         return _inner_products(Xa)
-    return _gram_lower(np.ascontiguousarray(Xa))
+    return _gram_lower(np.ascontiguousarray(Xa), out)
 
 
 def _inner_products(Xa):
@@ -600,9 +637,14 @@ def _inner_products(Xa):
     return out
 
 
+def _sparse(X):
+    """``sp.issparse`` with the dense arrays of every step answered first."""
+    return not isinstance(X, np.ndarray) and sp.issparse(X)
+
+
 def _times_transposed(Xa, W):
     """``X̂ Wᵀ`` (b × n) for dense or canonical CSR ``X̂`` and W (n × d̂)."""
-    if not sp.issparse(Xa):
+    if not _sparse(Xa):
         return Xa @ W.T
     out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
                                                                      W.dtype))

@@ -10,6 +10,12 @@ from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
 
 
+def _rows(A, idx):
+    """Rows ``idx`` of a dense array (``take``: a copy row by row, 3-4x
+    faster than fancy indexing on a batch) or of a CSR matrix."""
+    return A.take(idx, axis=0) if isinstance(A, np.ndarray) else A[idx]
+
+
 @dataclass
 class Batch:
     """Rows of one step: augmented inputs, targets and normalised weights.
@@ -110,16 +116,16 @@ class Problem:
         return self.Xa.dtype
 
     def batch(self, idx=None):
-        """The :class:`Batch` of rows ``idx`` (all rows when None), or None
-        when their weights sum to zero."""
-        w = self.sample_weight if idx is None else self.sample_weight[idx]
+        """The :class:`Batch` of rows ``idx`` (an integer index array; all
+        rows when None), or None when their weights sum to zero."""
+        w = self.sample_weight if idx is None else self.sample_weight.take(idx)
         s, w_sum = normalized_weights(w)
         if w_sum <= 0:
             return None
         s = s.astype(self.Xa.dtype, copy=False)
         if idx is None:
             return Batch(self.Xa, self._Y, s, w_sum)
-        return Batch(self.Xa[idx], self._Y[idx], s, w_sum)
+        return Batch(_rows(self.Xa, idx), self._Y.take(idx, axis=0), s, w_sum)
 
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""

@@ -1,6 +1,7 @@
 """The training loop, once: GGN-SCORE and the paper's gradient-descent
 baseline."""
 
+import math
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -286,7 +287,7 @@ class Solver:
     # ---------------------------------------------------------- the loop
     def _check(self, objective, theta, state):
         """Raise :class:`StepFailure` when the fit diverges."""
-        if not np.isfinite(objective) or not all_finite(theta):
+        if not math.isfinite(objective) or not all_finite(theta):
             raise StepFailure("non-finite objective or parameters")
         if state.initial_objective is None:
             state.initial_objective = objective
@@ -330,8 +331,7 @@ class Solver:
     def _epoch_steps(self, problem, theta, batches, state, damping, keys):
         """The steps of one epoch: ``(θ, weighted sums of keys, total batch
         weight)``."""
-        sums = dict.fromkeys(keys, 0.0)
-        weight_total = 0.0
+        objective_sum = risk_sum = alpha_sum = damping_sum = weight_total = 0.0
         last = None
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
@@ -352,14 +352,17 @@ class Solver:
             previous = theta
             theta = step.theta
             last = batch
-            for key, value in zip(keys, (current.objective, current.risk,
-                                         step.alpha, step.damping)):
-                sums[key] += value * batch.weight
-            weight_total += batch.weight
+            weight = batch.weight
+            objective_sum += current.objective * weight
+            risk_sum += current.risk * weight
+            alpha_sum += step.alpha * weight
+            damping_sum += step.damping * weight
+            weight_total += weight
             state.n_steps += 1
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, theta, state)
+        sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
         return theta, sums, weight_total
 
     @staticmethod
