@@ -201,3 +201,140 @@ def _plot(raw, mode, stamp):
         ax.set_title(f"vs {var} ({fixed} = {fixed_val}, d = {D})")
         ax.legend(fontsize=7)
     return save_figure(fig, NAME, mode, stamp)
+
+
+# ------------------------------------------------------- against the rows
+ROWS_DOC = """Fits as the training rows grow: GGN-SCORE and scikit-learn's MLP with
+their defaults in ``make_pipeline(StandardScaler(), model)``, one BLAS
+thread, on the first ``n`` MNIST training images / 255 (tested on the 10 000
+test images), or, without the data, on a generated 10-class task of 200
+features. Per size: fit seconds, epochs, seconds per epoch and per epoch
+and 1 000 rows, test accuracy; the two models alternate at every size and
+seed (warm kernel cache: an untimed fit first).
+
+    python -m benchmarks.scaling --rows [--sizes 5000 10000 ...] [--seeds 0]
+"""
+
+
+def _rows_data(home):
+    from sklearn_ggn.datasets import load_mnist
+
+    try:
+        X_tr, y_tr, X_te, y_te = load_mnist(data_home=home,
+                                            download_if_missing=False)
+        return X_tr / 255.0, y_tr, X_te / 255.0, y_te, "MNIST"
+    except (FileNotFoundError, OSError):
+        from sklearn.datasets import make_classification
+
+        X, y = make_classification(70000, 200, n_informative=60,
+                                   n_classes=10, flip_y=0.02, random_state=0)
+        return X[:60000], y[:60000], X[60000:], y[60000:], "generated"
+
+
+def run_rows(sizes, seeds, home, label):
+    import json
+    import warnings
+
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
+
+    from sklearn_ggn import GGNScoreClassifier
+
+    from ._common import _jsonable, machine_stamp, result_path, stamp_markdown
+
+    X_tr, y_tr, X_te, y_te, source = _rows_data(home)
+    stamp = machine_stamp()
+    makers = {"ggn": lambda s: GGNScoreClassifier(random_state=s),
+              "mlp": lambda s: MLPClassifier(random_state=s)}
+    runs = []
+    with threadpool_limits(1), LoadMonitor() as monitor, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        make_pipeline(StandardScaler(), GGNScoreClassifier(max_iter=2)).fit(
+            X_tr[:2000], y_tr[:2000])
+        for n in sizes:
+            for seed in seeds:
+                for kind in ("ggn", "mlp"):
+                    model = make_pipeline(StandardScaler(), makers[kind](seed))
+                    t0 = time.perf_counter()
+                    model.fit(X_tr[:n], y_tr[:n])
+                    elapsed = time.perf_counter() - t0
+                    epochs = model[-1].n_iter_
+                    acc = float(model.score(X_te, y_te))
+                    runs.append({"rows": n, "seed": seed, "model": kind,
+                                 "time": elapsed, "epochs": epochs,
+                                 "accuracy": acc})
+                    print(f"{n:6d} rows seed {seed} {kind}: {elapsed:7.2f} s, "
+                          f"{epochs} epochs, {elapsed / epochs:.3f} s/epoch, "
+                          f"accuracy {acc:.4f}", flush=True)
+    table = []
+    for n in sizes:
+        row = [n]
+        cells = {}
+        for kind in ("ggn", "mlp"):
+            rs = [r for r in runs if r["rows"] == n and r["model"] == kind]
+            t = median([r["time"] for r in rs])
+            e = median([r["epochs"] for r in rs])
+            a = median([r["accuracy"] for r in rs])
+            per = median([r["time"] / r["epochs"] for r in rs])
+            cells[kind] = t
+            row += [t, e, per, 1000.0 * per / n, a]
+        row.append(cells["ggn"] / cells["mlp"])
+        table.append(row)
+    headers = ["rows"]
+    for kind in ("GGN-SCORE", "MLP"):
+        headers += [f"{kind} fit s", f"{kind} epochs", f"{kind} s/epoch",
+                    f"{kind} s/epoch/1k rows", f"{kind} accuracy"]
+    headers.append("time GGN/MLP")
+    body = "\n".join([
+        f"# Fits against the training rows ({source})", "",
+        ROWS_DOC.split("\n\n")[0], "", f"Seeds {list(seeds)}; medians.", "",
+        monitor.markdown(), "", md_table(headers, table), "",
+        "## Machine", "", stamp_markdown(stamp), ""])
+    result_path("scaling_rows", label, ".md").write_text(body)
+    result_path("scaling_rows", label, ".json").write_text(json.dumps(
+        _jsonable({"source": source, "runs": runs, "machine": stamp,
+                   "load": monitor.summary()}), indent=1))
+    try:
+        fig, axes = new_figure(2, width=5.0)
+        for kind, style in (("ggn", "C0o-"), ("mlp", "C1s-")):
+            per = [median([r["time"] / r["epochs"] for r in runs
+                           if r["rows"] == n and r["model"] == kind])
+                   for n in sizes]
+            ep = [median([r["epochs"] for r in runs
+                          if r["rows"] == n and r["model"] == kind])
+                  for n in sizes]
+            name = "GGN-SCORE" if kind == "ggn" else "MLPClassifier"
+            axes[0].plot(sizes, per, style, label=name)
+            axes[1].plot(sizes, ep, style, label=name)
+        for ax, ylabel in ((axes[0], "seconds per epoch"), (axes[1], "epochs")):
+            ax.set_xscale("log")
+            ax.set_xlabel("training rows")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            ax.legend()
+        axes[0].set_yscale("log")
+        save_figure(fig, "scaling_rows", label, stamp)
+    except ImportError:
+        print("matplotlib not installed: no plot")
+    print(body)
+
+
+if __name__ == "__main__":
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling",
+                                     description=ROWS_DOC.split("\n\n")[0])
+    parser.add_argument("--rows", action="store_true", required=True,
+                        help="the fits-against-rows study (the step sweeps run "
+                             "from python -m benchmarks)")
+    parser.add_argument("--sizes", nargs="+", type=int,
+                        default=[5000, 10000, 20000, 40000, 60000])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--data-home", default=os.environ.get("SKLEARN_GGN_DATA"))
+    parser.add_argument("--label", default="full")
+    args = parser.parse_args()
+    run_rows(args.sizes, args.seeds, args.data_home, args.label)

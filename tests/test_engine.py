@@ -444,3 +444,15 @@ def test_adaptive_damping_undoes_a_step_that_hurts_the_next_batch():
                          state=first.state)
     assert second.state.damping is damping  # continued, not reset to 0.1
     assert second.history[0]["damping"] >= min(lam, 0.1)
+
+
+def test_stall_thresholds_are_counted_in_steps_of_work():
+    """The thresholds scale with the epoch's steps per ``work_steps``, for
+    long epochs as for short ones: 0.5 % of the first objective is small
+    progress for a 500-step epoch (threshold 0.6 %), not for a 250-step one
+    (0.3 %), and large for a 100-step one (0.12 %)."""
+    for steps, small in ((500, True), (250, False), (100, False)):
+        d = AdaptiveDamping(unit=1.0, work_steps=250)
+        d.end_epoch(1.0, n_steps=steps)
+        d.end_epoch(0.995, n_steps=steps)
+        assert d.stalls == int(small), steps

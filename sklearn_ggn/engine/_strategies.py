@@ -231,17 +231,19 @@ class AdaptiveDamping:
     def end_epoch(self, objective, n_steps=None):
         """Raise the floor after an epoch without progress.
 
-        With ``work_steps``, an epoch of ``n_steps < work_steps`` steps is
-        held to ``n_steps / work_steps`` of the improvement thresholds: a
-        short epoch (large batches, small data) is judged on the progress
-        per step that a ``work_steps``-step epoch would need; longer epochs
-        keep the thresholds per epoch."""
+        With ``work_steps``, an epoch of ``n_steps`` steps is held to
+        ``n_steps / work_steps`` of the improvement thresholds: every epoch
+        is judged on the progress per step that a ``work_steps``-step epoch
+        would need, a short one (large batches, small data) and a long one
+        (until 0.7 epochs of more than ``work_steps`` steps kept the
+        thresholds per epoch, and full MNIST, 469 steps an epoch, ran 32
+        epochs where 25 reach 0.980, the MLP 0.976)."""
         last = self.last_epoch_objective
         if self.first_epoch_objective is None:
             self.first_epoch_objective = objective
         scale = 1.0
         if self.work_steps is not None and n_steps is not None:
-            scale = min(1.0, n_steps / self.work_steps)
+            scale = n_steps / self.work_steps
         if last is None:
             self.last_epoch_objective = objective
             return
