@@ -100,16 +100,20 @@ _SHARED_PARAMETERS = """
           that makes the next batch's objective more than 1.5× worse is
           undone and λ tripled, each accepted step lets λ decay by 0.5 %
           (down to its floor), and an epoch that improves the epoch
-          objective by less than 1 % (or by less than 0.3 % of the first
-          epoch's objective) raises λ's floor 1.5-fold; five such stalled
-          epochs in a row (the floor raised 7.6-fold) end the fit. λ starts
-          at 0.1 and its state carries across epochs, warm starts and
+          objective by less than 1 % (slow) or by less than 0.3 % of the
+          first epoch's objective (small) raises λ's floor 1.5-fold; five
+          such stalled epochs in a row that are small (the floor raised
+          7.6-fold or more) end the fit — slow progress alone does not,
+          since on noisy data every epoch is slow next to the noise floor
+          while the rising damping still anneals the fit. λ starts at 0.1
+          and its state carries across epochs, warm starts and
           ``partial_fit`` calls (``partial_fit`` applies no per-epoch
           rule: a chunk is not a pass over the data). With the structured
           step (``hessian="per_unit"``, the default) the rules count work
           instead: λ starts at 0.03 and decays by 0.5 % per 8 rows seen,
-          an epoch of s < 250 steps is held to s/250 of the stall
-          thresholds, and a stalled epoch raises the floor 1.3-fold. In
+          an epoch of s steps is held to s/250 of the stall thresholds
+          (fewer steps, lower thresholds; more, higher), and a stalled
+          epoch raises the floor 1.3-fold. In
           full batch ``H = λ ḡ''`` with λ starting at
           ``max(τ, τ₀)``, ``τ₀ = min(0.01, 10/n)`` (``tau="auto"``'s
           full-batch value), and adapted like Levenberg-Marquardt's damping:

@@ -47,7 +47,6 @@ def test_damping_docstring_quotes_the_rules(cls):
         f"λ starts at {d.lam:g}",
         f"λ starts at {_strategies.STRUCTURED_INITIAL:g}",
         f"per {_strategies.REFERENCE_ROWS} rows seen",
-        f"s < {_strategies.WORK_STEPS}",
         f"s/{_strategies.WORK_STEPS}",
         f"floor {_strategies.STRUCTURED_STALL_INCREASE:g}-fold",
         f"τ₀ = min({_base._AUTO_TAU_MAX:g}, {_base._AUTO_TAU_SAMPLES:g}/n)",
