@@ -557,6 +557,19 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             weights["output_intercept"] = b_o
         return weights
 
+    def _input_statistics(self, X, sample_weight, fresh_start):
+        """``(input_center_, input_scale_)`` of this fit: from the training
+        rows on a fresh start (``input_transform="robust_clip"``, dense X),
+        else those of the fit whose weights are reused (a warm start or
+        ``partial_fit`` continues the same map); ``(None, None)`` when the
+        network sees X as given."""
+        if not fresh_start:
+            return (getattr(self, "input_center_", None),
+                    getattr(self, "input_scale_", None))
+        if self.input_transform == "robust_clip":
+            return robust_clip_statistics(X, sample_weight)
+        return None, None
+
     def _network_inputs(self, X):
         """Validated X as the network sees it: through the fitted
         ``input_transform`` (``input_center_``, ``input_scale_``)."""
@@ -718,19 +731,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
 
-        # The inputs the network sees (input_transform): statistics of the
-        # training rows of a fresh start, kept while weights are reused.
-        raw_X = X
-        if fresh_start:
-            center, scale = (robust_clip_statistics(X, sample_weight)
-                             if self.input_transform == "robust_clip"
-                             else (None, None))
-        else:
-            center = getattr(self, "input_center_", None)
-            scale = getattr(self, "input_scale_", None)
+        # the inputs the network sees (input_transform)
+        center, scale = self._input_statistics(X, sample_weight, fresh_start)
         fitted.update(input_center_=center, input_scale_=scale)
-        X = robust_clip(X, center, scale)
-        x_max = float(np.abs(X).max())
+        raw_X, X = X, robust_clip(X, center, scale)
+        # (max and -min: no temporary of X's size)
+        x_max = float(max(X.max(), -X.min())) if X.shape[0] else 0.0
         if x_max >= _EXTREME_INPUT:
             warnings.warn(
                 f"X has values up to {x_max:.4g} in absolute value. Curvature-based "
