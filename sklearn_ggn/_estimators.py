@@ -982,9 +982,14 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                 if classes is not None and len(unique_labels(classes)) == y.shape[1]:
                     labels = unique_labels(classes)
             else:
-                labels = unique_labels(y) if classes is None else unique_labels(classes)
-                self._check_labels_known(y, labels, "classes")
-            if previous is not None and set(unique_labels(y) if not multilabel
+                # y's labels found once (each unique_labels is a pass over y)
+                if classes is None:
+                    labels = present = unique_labels(y)
+                else:
+                    labels = unique_labels(classes)
+                    present = unique_labels(y)
+                self._check_labels_known(y, labels, "classes", present)
+            if previous is not None and set(present if not multilabel
                                             else labels) != set(previous):
                 raise ValueError(
                     "warm_start can only be used where `y` has the same classes as "
@@ -1026,8 +1031,11 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         return X, Y
 
     @staticmethod
-    def _check_labels_known(y, labels, name):
-        new = np.setdiff1d(unique_labels(y), labels)
+    def _check_labels_known(y, labels, name, present=None):
+        """Raise when y has labels not in ``labels`` (``present``: y's own
+        labels when already found)."""
+        new = np.setdiff1d(unique_labels(y) if present is None else present,
+                           labels)
         if len(new):
             raise ValueError(
                 f"y has labels not in {name} = {labels}: {new} (each new label "
