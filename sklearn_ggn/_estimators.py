@@ -13,7 +13,7 @@ from sklearn.utils.class_weight import compute_class_weight, compute_sample_weig
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import (
     check_classification_targets,
-    type_of_target,
+    is_multilabel,
     unique_labels,
 )
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -971,7 +971,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        multilabel = type_of_target(y) == "multilabel-indicator"
+        # type_of_target(y) == "multilabel-indicator", which the check above
+        # has just computed: once validated, type_of_target answers it by
+        # is_multilabel first (a third of its time on a 1-d y)
+        multilabel = is_multilabel(y)
         if reset:
             warm = self.warm_start and hasattr(self, "classes_")
             previous = self.classes_ if warm else None
