@@ -13,7 +13,7 @@ from sklearn.utils.class_weight import compute_class_weight, compute_sample_weig
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import (
     check_classification_targets,
-    type_of_target,
+    is_multilabel,
     unique_labels,
 )
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
@@ -971,7 +971,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         if y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        multilabel = type_of_target(y) == "multilabel-indicator"
+        # type_of_target(y) == "multilabel-indicator", which the check above
+        # has just computed: once validated, type_of_target answers it by
+        # is_multilabel first (a third of its time on a 1-d y)
+        multilabel = is_multilabel(y)
         if reset:
             warm = self.warm_start and hasattr(self, "classes_")
             previous = self.classes_ if warm else None
@@ -982,9 +985,14 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                 if classes is not None and len(unique_labels(classes)) == y.shape[1]:
                     labels = unique_labels(classes)
             else:
-                labels = unique_labels(y) if classes is None else unique_labels(classes)
-                self._check_labels_known(y, labels, "classes")
-            if previous is not None and set(unique_labels(y) if not multilabel
+                # y's labels found once (each unique_labels is a pass over y)
+                if classes is None:
+                    labels = present = unique_labels(y)
+                else:
+                    labels = unique_labels(classes)
+                    present = unique_labels(y)
+                self._check_labels_known(y, labels, "classes", present)
+            if previous is not None and set(present if not multilabel
                                             else labels) != set(previous):
                 raise ValueError(
                     "warm_start can only be used where `y` has the same classes as "
@@ -1026,8 +1034,11 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         return X, Y
 
     @staticmethod
-    def _check_labels_known(y, labels, name):
-        new = np.setdiff1d(unique_labels(y), labels)
+    def _check_labels_known(y, labels, name, present=None):
+        """Raise when y has labels not in ``labels`` (``present``: y's own
+        labels when already found)."""
+        new = np.setdiff1d(unique_labels(y) if present is None else present,
+                           labels)
         if len(new):
             raise ValueError(
                 f"y has labels not in {name} = {labels}: {new} (each new label "

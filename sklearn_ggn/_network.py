@@ -239,7 +239,9 @@ class TwoLayerNetwork:
     def _output_part(self, rho, V, b_o):
         """``κ ρ V + b_o`` (b × K): the outputs of the hidden activations
         ``ρ``, or their change from a direction's output weights and bias."""
-        out = rho @ _as(V, rho.dtype)
+        # (ndarray.dot of operands of one dtype: the same BLAS product as
+        # ``@``, 0.3-0.4 us less of NumPy's dispatch on a step's operands)
+        out = rho.dot(_as(V, rho.dtype))
         out *= self.kappa
         if b_o is not None:
             out += b_o
@@ -268,7 +270,7 @@ class TwoLayerNetwork:
         _, V, _ = self.unpack(theta)
         dtype = cache.rho.dtype
         e = _as(residual, dtype)
-        hidden = e @ _as(V, dtype).T
+        hidden = e.dot(_as(V, dtype).T)
         hidden *= cache.rho_d
         hidden *= self.kappa
         return self._backpropagate(cache, hidden, e)
@@ -384,7 +386,7 @@ class TwoLayerNetwork:
         dtype = cache.rho_d.dtype
         b, K, R = F.shape
         Ft = np.ascontiguousarray(np.asarray(F, dtype).transpose(0, 2, 1))
-        W = (Ft.reshape(b * R, K) @ _as(V, dtype).T).reshape(b, R, self.n_hidden)
+        W = Ft.reshape(b * R, K).dot(_as(V, dtype).T).reshape(b, R, self.n_hidden)
         W *= cache.rho_d[:, None, :]
         return W
 

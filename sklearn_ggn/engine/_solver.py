@@ -286,8 +286,10 @@ class Solver:
 
     # ---------------------------------------------------------- the loop
     def _check(self, objective, theta, state):
-        """Raise :class:`StepFailure` when the fit diverges."""
-        if not math.isfinite(objective) or not all_finite(theta):
+        """Raise :class:`StepFailure` when the fit diverges (θ None: already
+        known finite, the objective alone is judged)."""
+        if not math.isfinite(objective) or (theta is not None
+                                            and not all_finite(theta)):
             raise StepFailure("non-finite objective or parameters")
         if state.initial_objective is None:
             state.initial_objective = objective
@@ -345,7 +347,11 @@ class Solver:
                 if not damping.accept(current.objective, old):
                     theta = previous  # undo the last step
                     current = problem.evaluate(theta, batch)
-            self._check(current.objective, theta, state)
+            # θ is checked once: the epoch's first, then every step's own
+            # (an undone step returns to a θ checked before); a pass over
+            # the p parameters per step saved
+            self._check(current.objective, theta if last is None else None,
+                        state)
             step = self.step(problem, theta, batch, current)
             if not all_finite(step.theta):
                 raise StepFailure("non-finite parameters")
@@ -361,7 +367,7 @@ class Solver:
             state.n_steps += 1
         # The last step of the epoch is checked on its own batch.
         if last is not None:
-            self._check(problem.evaluate(theta, last, False).objective, theta, state)
+            self._check(problem.evaluate(theta, last, False).objective, None, state)
         sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
         return theta, sums, weight_total
 
