@@ -84,15 +84,47 @@ def _sigmoid_pair(a, one):
 # (flat arrays of pre's dtype; one exponential per element). A fit compiles
 # only its own activation's loop.
 @njit(**NUMBA_OPTIONS)
-def _silu(pre, out, out_deriv, with_deriv):
-    """silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a))."""
+def _exp_neg_abs_kernel(pre, e):
+    for r in range(pre.size):
+        e[r] = exp_nonpositive(-abs(pre[r]))
+
+
+def exp_neg_abs(pre):
+    """``exp(−|a|)`` per element of flat ``pre``, a new array of its dtype.
+
+    float64: NumPy's SIMD exponential (a numba loop calls libm's scalar
+    ``exp`` there: the silu activation took 46-69 us for 128 x 100 entries,
+    8x its float32 time); float32: the package's vectorized polynomial
+    (``exp_nonpositive``), as fast and the numbers of earlier versions."""
+    if pre.dtype == np.float64:
+        e = np.abs(pre)
+        np.negative(e, out=e)
+        return np.exp(e, out=e)
+    e = np.empty_like(pre)
+    _exp_neg_abs_kernel(pre, e)
+    return e
+
+
+@njit(**NUMBA_OPTIONS)
+def _silu_from_exp(pre, e, out, out_deriv, with_deriv):
+    """silu from ``e = exp(−|a|)`` (its own array: a shared one would stop
+    LLVM from vectorizing the loop)."""
     one = pre.dtype.type(1.0)
     for r in range(pre.size):
         a = pre[r]
-        s, s_neg = _sigmoid_pair(a, one)
+        er = e[r]
+        big = one / (one + er)  # σ(|a|)
+        small = er * big  # σ(−|a|)
+        s, s_neg = (big, small) if a >= 0 else (small, big)
         out[r] = a * s
         if with_deriv:
             out_deriv[r] = s * (one + a * s_neg)
+
+
+def _silu(pre, out, out_deriv, with_deriv):
+    """silu: a·σ(a);  ρ' = σ(a)(1 + a σ(−a)), σ from one exponential of
+    −|a| per element (:func:`exp_neg_abs`)."""
+    _silu_from_exp(pre, exp_neg_abs(pre), out, out_deriv, with_deriv)
 
 
 @njit(**NUMBA_OPTIONS)
