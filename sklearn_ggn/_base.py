@@ -260,6 +260,14 @@ class _Number(Interval):
         return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
+def _scaling_advice(X):
+    """The first remedy a scale warning names: the estimator's own input
+    map for dense X (these warnings fire only without it)."""
+    if sp.issparse(X):
+        return "sparse X is passed to the network as given; "
+    return "use input_transform='robust_clip' (the default), or "
+
+
 def _unscaled_features(X):
     """A sentence naming how X's features are off unit scale, or None."""
     if sp.issparse(X):
@@ -741,17 +749,17 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             warnings.warn(
                 f"X has values up to {x_max:.4g} in absolute value. Curvature-based "
                 "steps are sensitive to extreme inputs (an outlying row can take "
-                "a huge step): standardize with StandardScaler, and for heavy "
-                "tails use RobustScaler or QuantileTransformer, or clip the "
-                "features.", UserWarning)
+                f"a huge step): {_scaling_advice(X)}standardize with "
+                "StandardScaler, and for heavy tails use RobustScaler or "
+                "QuantileTransformer, or clip the features.", UserWarning)
         # (robust_clip puts every column on unit scale)
         unscaled = _unscaled_features(X) if center is None else None
         if unscaled is not None and x_max < _EXTREME_INPUT:
             warnings.warn(
                 f"The features of X are not standardized: {unscaled}. The "
                 "initial weights and the curvature of the steps assume inputs "
-                "of unit scale: standardize them, e.g. with StandardScaler in "
-                "a Pipeline.", UserWarning)
+                f"of unit scale: {_scaling_advice(X)}standardize them, e.g. with "
+                "StandardScaler in a Pipeline.", UserWarning)
         plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
         batch_size = plan.batch_size
         # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,

@@ -209,3 +209,16 @@ def test_inputs_near_the_largest_float_fit_by_default():
     reg = GGNScoreRegressor(n_hidden=8, max_iter=5, random_state=0).fit(X, y)
     assert np.all(np.isfinite(reg.hidden_weights_))
     assert np.all(np.isfinite(reg.predict(X)))
+
+
+def test_scale_warnings_name_the_input_map():
+    """Without the map, the warnings about extreme or unscaled inputs name
+    it as the first remedy (dense X), and say that sparse X is passed as
+    given."""
+    X = heavy_data(100)
+    with pytest.warns(UserWarning, match="input_transform='robust_clip'"):
+        GGNScoreRegressor(n_hidden=4, max_iter=2, input_transform=None).fit(
+            X, X[:, 0])
+    S = sp.csr_array(np.abs(X[:, [1, 4]]) * 1e3)
+    with pytest.warns(UserWarning, match="sparse X is passed to the network"):
+        GGNScoreRegressor(n_hidden=4, max_iter=2).fit(S, X[:, 0])
