@@ -68,15 +68,20 @@ def _exp_nonpositive_overload(x):
 
 
 @njit(**NUMBA_OPTIONS)
-def _sigmoid_pair(a, one):
-    """``(σ(a), σ(−a))`` from one exponential of a non-positive argument
-    (``one``: 1 in a's precision)."""
-    e = exp_nonpositive(-abs(a))
+def _sigmoid_pair_from_exp(a, e, one):
+    """``(σ(a), σ(−a))`` from ``e = exp(−|a|)`` (``one``: 1 in a's
+    precision)."""
     big = one / (one + e)  # σ(|a|)
     small = e * big  # σ(−|a|)
     if a >= 0:
         return big, small
     return small, big
+
+
+@njit(**NUMBA_OPTIONS)
+def _sigmoid_pair(a, one):
+    """``(σ(a), σ(−a))`` from one exponential of a non-positive argument."""
+    return _sigmoid_pair_from_exp(a, exp_nonpositive(-abs(a)), one)
 
 
 # One kernel per activation, ``kernel(pre, out, out_deriv, with_deriv)``:
@@ -112,10 +117,7 @@ def _silu_from_exp(pre, e, out, out_deriv, with_deriv):
     one = pre.dtype.type(1.0)
     for r in range(pre.size):
         a = pre[r]
-        er = e[r]
-        big = one / (one + er)  # σ(|a|)
-        small = er * big  # σ(−|a|)
-        s, s_neg = (big, small) if a >= 0 else (small, big)
+        s, s_neg = _sigmoid_pair_from_exp(a, e[r], one)
         out[r] = a * s
         if with_deriv:
             out_deriv[r] = s * (one + a * s_neg)
