@@ -585,14 +585,19 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                            getattr(self, "input_scale_", None))
 
     def _raw_output(self, X):
-        """Φ(X) of shape (n_samples, n_outputs_) from the public weights."""
-        X = self._network_inputs(X)
-        network = self._network(X.shape[1], self.output_weights_.shape[1])
+        """Φ(X) of shape (n_samples, n_outputs_) from the public weights, for
+        validated X in the weights' dtype."""
+        return self._outputs_at(self._network_inputs(X))
+
+    def _outputs_at(self, Z):
+        """Φ from the public weights at the network's inputs ``Z``
+        (:meth:`_network_inputs` of validated X, in the weights' dtype)."""
+        network = self._network(Z.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),
                              dtype=self.hidden_weights_.dtype)
-        return network.forward(theta, network.augment(X), with_deriv=False).outputs
+        return network.forward(theta, network.augment(Z), with_deriv=False).outputs
 
     def _step_structure(self, n_outputs):
         """The structure of this estimator's steps (the engine's
@@ -741,10 +746,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 
         # the inputs the network sees (input_transform)
         center, scale = self._input_statistics(X, sample_weight, fresh_start)
-        fitted.update(input_center_=center, input_scale_=scale)
+        inputs = {"input_center_": center, "input_scale_": scale}
+        fitted.update(inputs)
         raw_X, X = X, robust_clip(X, center, scale)
         # (max and -min: no temporary of X's size)
-        x_max = float(max(X.max(), -X.min())) if X.shape[0] else 0.0
+        x_max = float(max(X.max(), -X.min()))
         if x_max >= _EXTREME_INPUT:
             warnings.warn(
                 f"X has values up to {x_max:.4g} in absolute value. Curvature-based "
@@ -780,8 +786,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if validation is not None:
             scorer = self._validation_scorer(
                 validation, validation_labels,
-                dict(target_attributes, input_center_=center, input_scale_=scale),
-                dtype)
+                {**target_attributes, **inputs}, dtype)
             # (the scorer predicts from the rows as given; the monitor's
             # network from the rows as the network sees them)
             validation = (robust_clip(validation[0], center, scale),) + validation[1:]
@@ -810,7 +815,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         records = _Records(self, reuse, early_stopping)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
                            records, theta0, solver.max_iter, training, dtype,
-                           {"input_center_": center, "input_scale_": scale})
+                           inputs)
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         result = solver.solve(problem, theta0, rng, monitor, state,
@@ -954,9 +959,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         units of y."""
         return {"log_marginal_likelihood_": log_z}
 
-    def _output_variance(self, X):
+    def _output_variance(self, Z):
         """``J(x) P⁻¹ J(x)ᵀ`` per row and output (n, K), in training units,
-        for validated X."""
+        at the network's inputs ``Z`` (:meth:`_network_inputs` of validated
+        X)."""
         from . import _laplace
 
         state = self._posterior()
@@ -965,14 +971,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             raise ValueError(
                 "No predictive uncertainty is available: "
                 f"{state.get('_laplace_unavailable') or 'refit the estimator'}.")
-        X = self._network_inputs(X)
-        network = self._network(X.shape[1], self.output_weights_.shape[1])
+        network = self._network(Z.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),
                              dtype=np.float64)
         variance = _laplace.output_variance(network, theta, posterior,
-                                            network.augment(X))
+                                            network.augment(Z))
         return variance / posterior["n_weighted"]
 
     def _validation_scorer(self, validation, labels, target_attributes, dtype):

@@ -756,7 +756,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
-        out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        # (the network's inputs, mapped once for the mean and the std)
+        Z = self._network_inputs(X)
+        out = self._outputs_at(Z.astype(self.hidden_weights_.dtype, copy=False))
         if self.loss == "poisson":
             out = PoissonLoss.mean(out)
         # back to the units of y (see standardize_target)
@@ -768,7 +770,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         if not return_std:
             return out[:, 0] if one_dimensional else out
         # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
-        variance = self._output_variance(X)  # (raises without a posterior)
+        variance = self._output_variance(Z)  # (raises without a posterior)
         sigma2 = self._posterior()["_laplace"]["noise_variance"]
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
@@ -1206,8 +1208,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
         dtype = self.hidden_weights_.dtype
-        logits = self._raw_output(X.astype(dtype, copy=False)).astype(np.float64)
-        variance = self._output_variance(X)
+        Z = self._network_inputs(X)  # (mapped once for the mean and variance)
+        logits = self._outputs_at(Z.astype(dtype, copy=False)).astype(np.float64)
+        variance = self._output_variance(Z)
         logits /= np.sqrt(1.0 + np.pi * variance / 8.0)
         if self._multilabel:
             proba = MultilabelLogLoss().probabilities(logits)
