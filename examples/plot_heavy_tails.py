@@ -88,7 +88,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     reg = GGNScoreRegressor(max_iter=1).fit(standardized, y)
 z = (standardized - reg.input_center_) * reg.input_scale_
-mapped = z / np.sqrt(1 + (z / 4.05) ** 2)
+bound = 3 * 1.3489795003921634  # 3 interquartile ranges of a Gaussian in σ
+mapped = z / np.sqrt(1 + (z / bound) ** 2)
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
 axes[0].hist(standardized[:, 1], bins=80, color="C1")
 axes[0].set_title("after StandardScaler")

@@ -58,19 +58,17 @@ def robust_clip_statistics(X, sample_weight=None):
         X, sample_weight = X[present], sample_weight[present]
     step = max(1, -(-X.shape[0] // _QUANTILE_ROWS))
     rows = np.asarray(X[::step], dtype=np.float64)
-    weights = np.asarray(sample_weight[::step], dtype=np.float64)
-    if np.all(weights == weights[0]):
-        weights = None  # (the same quantiles, without the weighted sort)
-    else:
-        weights = np.broadcast_to(weights[:, None], rows.shape)
-    q1, center, q3 = np.quantile(rows, [0.25, 0.5, 0.75], axis=0,
-                                 method="inverted_cdf", weights=weights)
+    w = np.asarray(sample_weight[::step], dtype=np.float64)
+    # (equal weights: the same quantiles, without the weighted sort)
+    q1, center, q3 = np.quantile(
+        rows, [0.25, 0.5, 0.75], axis=0, method="inverted_cdf",
+        weights=None if np.all(w == w[0]) else np.broadcast_to(w[:, None],
+                                                                rows.shape))
     spread = q3 - q1
     # the weighted standard deviation over the same rows
-    w = np.ones(rows.shape[0]) if weights is None else weights[:, 0]
-    w = w / w.sum()
-    mean = w @ rows
-    std = np.sqrt(w @ np.square(rows - mean))
+    s = w / w.sum()
+    mean = s @ rows
+    std = np.sqrt(s @ np.square(rows - mean))
     full = (np.max(X, axis=0) - np.min(X, axis=0)).astype(np.float64)
     deviation = np.minimum(std, spread / NORMAL_IQR)
     with np.errstate(divide="ignore", over="ignore"):
