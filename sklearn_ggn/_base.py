@@ -748,7 +748,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         center, scale = self._input_statistics(X, sample_weight, fresh_start)
         inputs = {"input_center_": center, "input_scale_": scale}
         fitted.update(inputs)
-        raw_X, X = X, robust_clip(X, center, scale)
+        # (mapped straight into the augmented array the steps read, when X's
+        # dtype is the one they compute in)
+        fuse = not self._plan(X.shape[0], Y.shape[1], incremental, early_stopping,
+                              warn=False).float64_work or X.dtype == np.float64
+        raw_X, (X, Xa) = X, (network.augment_mapped(X, center, scale) if fuse
+                             else (robust_clip(X, center, scale), None))
         # (max and -min: no temporary of X's size)
         x_max = float(max(X.max(), -X.min()))
         if x_max >= _EXTREME_INPUT:
@@ -808,7 +813,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._check_width(network, X.shape[0], batch_size)
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X, Y, sample_weight,
-                          regularized=self.solver != "gd")
+                          regularized=self.solver != "gd", Xa=Xa)
         penalty0 = float(problem.regularization(theta0)) if problem.regularized \
             else 0.0
         solver = self._make_solver(problem, plan)

@@ -79,14 +79,18 @@ def robust_clip_statistics(X, sample_weight=None):
     return center, scale
 
 
-def robust_clip(X, center, scale):
+def robust_clip(X, center, scale, out=None):
     """``X`` through the fitted map, in ``X``'s dtype (``X`` itself when
-    there is no map: sparse inputs or ``input_transform=None``)."""
+    there is no map: sparse inputs or ``input_transform=None``).
+
+    ``out``: an array of X's shape and dtype to write the map into (the
+    first columns of the network's augmented inputs), returned."""
     if center is None:
         return X
     dtype = X.dtype
     center, scale = center.astype(dtype), scale.astype(dtype)
-    out = np.empty(X.shape, dtype=dtype)
+    if out is None:
+        out = np.empty(X.shape, dtype=dtype)
     # in blocks of rows: one array of X's size is allocated, the temporaries
     # stay in cache
     for start in range(0, X.shape[0], _BLOCK_ROWS):

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk, ssyrk
 
 from ._activations import ACTIVATIONS
+from ._inputs import robust_clip
 from ._kernels import (
     apply_parts_kernel,
     apply_rank_factor_kernel,
@@ -184,6 +185,19 @@ class TwoLayerNetwork:
         Xa[:, :-1] = X
         Xa[:, -1] = 1
         return Xa
+
+    def augment_mapped(self, X, center, scale):
+        """``(Z, Ẑ)``: dense X through the input map (``robust_clip`` with
+        ``center``, ``scale``) and its augmented copy, the map written
+        straight into the augmented array's first columns (``Z`` is a view
+        of them: one array of X's size instead of two). ``Ẑ`` is None where
+        there is nothing to fuse (no map, sparse X, no intercept)."""
+        if center is None or sp.issparse(X) or not self.fit_intercept:
+            return robust_clip(X, center, scale), None
+        Xa = np.empty((X.shape[0], self.d_aug), dtype=X.dtype)
+        robust_clip(X, center, scale, out=Xa[:, :-1])
+        Xa[:, -1] = 1
+        return Xa[:, :-1], Xa
 
     # ------------------------------------------------------------ forward
     def pre_activations(self, theta, Xa):

@@ -88,15 +88,18 @@ class Problem:
     regularized : bool, default=True
         False for the paper's gradient-descent baseline, which minimises the
         risk alone.
+    Xa : ndarray of shape (n_samples, n_features + fit_intercept), default=None
+        X already augmented (``network.augment(X)``), when the caller has
+        it; None augments X here.
     """
 
     def __init__(self, network, loss, regularizer, tau, X, Y, sample_weight,
-                 regularized=True):
+                 regularized=True, Xa=None):
         self.network = network
         self.loss = loss
         self.regularizer = regularizer
         self.tau = float(tau)
-        self.Xa = network.augment(X)
+        self.Xa = network.augment(X) if Xa is None else Xa
         self.Y = Y
         # the targets as the kernels take them: C-contiguous, in X's dtype
         self._Y = np.ascontiguousarray(Y, dtype=self.Xa.dtype)
