@@ -126,6 +126,27 @@ def sparse_pair_products_kernel(indptr, indices, data, D_U, k0, k1, b):
 
 
 @njit(**NUMBA_OPTIONS)
+def sparse_inner_products_lower_kernel(indptr, indices, data, work, out):
+    """The lower triangle of ``X̂ X̂ᵀ`` (b × b, into ``out``) for CSR rows with
+    no duplicate column in a row: row k is scattered into the dense
+    ``work`` (d̂ zeros, zeros again on return) and every row l ≤ k gathers
+    from it, the stored entries of the pairs once each (b² / 2 · nnz per
+    row), where a sparse product would build the b × b result as a sparse
+    matrix first. The upper triangle is not written."""
+    b = out.shape[0]
+    for k in range(b):
+        for p in range(indptr[k], indptr[k + 1]):
+            work[indices[p]] = data[p]
+        for l in range(k + 1):
+            total = 0.0
+            for q in range(indptr[l], indptr[l + 1]):
+                total += data[q] * work[indices[q]]
+            out[k, l] = total
+        for p in range(indptr[k], indptr[k + 1]):
+            work[indices[p]] = 0.0
+
+
+@njit(**NUMBA_OPTIONS)
 def sparse_rows_times_transposed_kernel(indptr, indices, data, W, out):
     """``out[k, i] = Σ_j x_kj W[i, j]`` (``X̂ Wᵀ``) for CSR rows and a dense
     ``W`` (n × d̂, C order): the first layer's pre-activations and ``X̂ δUᵀ``.
@@ -143,6 +164,26 @@ def sparse_rows_times_transposed_kernel(indptr, indices, data, W, out):
             x = data[p]
             for i in range(n):
                 out[k, i] += x * W[i, j]
+
+
+@njit(**NUMBA_OPTIONS)
+def sparse_rows_times_kernel(indptr, indices, data, WT, out):
+    """``out[k, :] = Σ_j x_kj WT[j, :]`` (``X̂ W`` for a C-order ``WT`` of
+    shape d̂ × n): :func:`sparse_rows_times_transposed_kernel` with the
+    operand transposed by the caller, whose rows the stored entries read
+    contiguously (vectorized over n) instead of a column of ``W`` at a
+    stride of d̂; for batches with at least d̂ stored entries, where the
+    transpose costs less than the strided reads."""
+    b = out.shape[0]
+    n = WT.shape[1]
+    for k in range(b):
+        for i in range(n):
+            out[k, i] = 0.0
+        for p in range(indptr[k], indptr[k + 1]):
+            j = indices[p]
+            x = data[p]
+            for i in range(n):
+                out[k, i] += x * WT[j, i]
 
 
 @njit(**NUMBA_OPTIONS)

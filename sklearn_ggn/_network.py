@@ -40,7 +40,9 @@ from ._kernels import (
     pair_products_kernel,
     per_unit_kernel,
     scaled_hidden_jacobian_kernel,
+    sparse_inner_products_lower_kernel,
     sparse_pair_products_kernel,
+    sparse_rows_times_kernel,
     sparse_rows_times_transposed_kernel,
     sparse_transposed_rows_times_kernel,
     structured_sensitivities_kernel,
@@ -635,22 +637,18 @@ def _gram_lower(A, out=None):
 
 
 def _inner_products_lower(Xa, out=None):
-    """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or sparse X̂
-    (dense: into ``out`` when given, see :func:`_gram_lower`)."""
+    """``X̂ X̂ᵀ`` with (at least) its lower triangle, for dense or canonical
+    CSR X̂ (into ``out`` when given; dense: see :func:`_gram_lower`)."""
     if _sparse(Xa):
-        return _inner_products(Xa)
+        b = Xa.shape[0]
+        if out is None:
+            out = np.empty((b, b), dtype=Xa.dtype)
+        # (calloc: only the pages of the stored columns are ever touched)
+        work = np.zeros(Xa.shape[1], dtype=Xa.dtype)
+        sparse_inner_products_lower_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                           work, out)
+        return out
     return _gram_lower(np.ascontiguousarray(Xa), out)
-
-
-def _inner_products(Xa):
-    """``X̂ X̂ᵀ`` (b × b, dense) for dense or sparse ``X̂`` (the sparse
-    product scattered into a dense array; X itself is never densified)."""
-    if not sp.issparse(Xa):
-        return Xa @ Xa.T
-    product = (Xa @ Xa.T).tocoo()
-    out = np.zeros(product.shape, dtype=Xa.dtype)
-    out[product.row, product.col] = product.data
-    return out
 
 
 def _sparse(X):
@@ -664,8 +662,14 @@ def _times_transposed(Xa, W):
         return Xa @ W.T
     out = np.empty((Xa.shape[0], W.shape[0]), dtype=np.result_type(Xa.dtype,
                                                                      W.dtype))
-    sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,
-                                        np.ascontiguousarray(W), out)
+    if Xa.nnz >= W.shape[1]:
+        # (a transposed copy of W costs n·d̂, the reads it saves n per
+        # stored entry: 2x faster on a 128-row batch of one-hot rows)
+        sparse_rows_times_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                 np.ascontiguousarray(W.T), out)
+    else:
+        sparse_rows_times_transposed_kernel(Xa.indptr, Xa.indices, Xa.data,
+                                            np.ascontiguousarray(W), out)
     return out
 
 

@@ -63,6 +63,32 @@ def test_sparse_products_and_grams_equal_dense(K, loss, fit_intercept,
         np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("given_out", [True, False])
+def test_sparse_inner_products_equal_dense(dtype, index_dtype, given_out):
+    # the per-unit Gram's X̂X̂ᵀ of a sparse batch, against the dense product
+    X = sparse_data(n=37, d=25, density=0.15)[0].astype(dtype).tolil()
+    X[5, :] = 0.0  # an empty row (only the intercept's entry is stored)
+    X[6, :3] = 1.0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    net = make_problem(d=25)[0]
+    Xa = net.augment(X)
+    Xa.indices = Xa.indices.astype(index_dtype)
+    Xa.indptr = Xa.indptr.astype(index_dtype)
+    dense = Xa.toarray().astype(np.float64)
+    ref = dense @ dense.T
+    out = np.full((37, 37), np.nan, dtype=dtype) if given_out else None
+    got = _network._inner_products_lower(Xa, out)
+    assert got.dtype == dtype and got.shape == (37, 37)
+    if given_out:
+        assert got is out
+    lower = np.tril_indices(37)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got[lower], ref[lower], rtol=tol, atol=tol)
+
+
 def test_augment_canonicalizes_without_modifying_the_input():
     # duplicates and unsorted indices in row 0
     X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 2, 1]),
