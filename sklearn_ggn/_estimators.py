@@ -256,11 +256,14 @@ _SHARED_PARAMETERS = """
 
     input_transform : {"robust_clip"} or None, default="robust_clip"
         What the network sees of ``X``. ``"robust_clip"``: every column is
-        centered on its median, scaled by its interquartile range (by half
-        its range where the quartiles coincide, as for one-hot or
-        zero-inflated columns; a constant column becomes 0) and smoothly
-        clipped, ``x' = z / sqrt(1 + (z/3)²)``: the bulk of a column keeps
-        unit scale whatever its outliers, and no value reaches ±3. An
+        centered on its median, scaled by the smaller of its standard
+        deviation and its interquartile range / 1.349 (where the quartiles
+        coincide, as for zero-inflated columns, by half its range; a column
+        of two values, such as a one-hot column, keeps a step of 1; a constant
+        column becomes 0) and smoothly clipped,
+        ``x' = z / sqrt(1 + (z/B)²)`` with ``B = 3 · 1.349``: the bulk of a
+        column keeps unit scale whatever its outliers, and no value reaches
+        ±B. An
         outlying row then cannot take a huge step, and the fit no longer
         depends on the seed where columns are heavy-tailed (counts, money,
         rare pixels); the map is monotone, so nothing is lost that the

@@ -9,8 +9,10 @@ smaller of its standard deviation and its interquartile range in standard
 deviations of a Gaussian: a light-tailed column is standardized (its
 values within ±2σ move by at most 11 %), a heavy-tailed one scaled by its
 bulk, not its outliers. Where the quartiles coincide (a column that is
-mostly one value: one-hot, rare pixels, zero-inflated counts)
-``z = 2 (x − q½) / (max − min)``; a constant column maps to 0. The
+mostly one value: rare pixels, zero-inflated counts)
+``z = 2 (x − q½) / (max − min)``, and ``z = (x − q½) / (max − min)`` when
+the column holds two values only (an indicator, such as a one-hot column:
+its step stays 1); a constant column maps to 0. The
 statistics come from the training rows of the first fit (and are kept by
 warm starts and ``partial_fit``). The map is monotone and bounded by ``B``:
 an outlying row enters the network, its Jacobian and the step's kernel
@@ -71,9 +73,18 @@ def robust_clip_statistics(X, sample_weight=None):
     std = np.sqrt(s @ np.square(rows - mean))
     full = (np.max(X, axis=0) - np.min(X, axis=0)).astype(np.float64)
     deviation = np.minimum(std, spread / NORMAL_IQR)
+    # where the quartiles coincide: 2 / range, or 1 / range for a column of
+    # two values (over the rows of the quantiles), an indicator whose step
+    # stays 1 as a one-hot encoder gives it
+    reach = np.full(spread.shape, 2.0)
+    flat = np.flatnonzero(~(spread > 0) & (full > 0))
+    if flat.size:
+        low, high = rows[:, flat].min(axis=0), rows[:, flat].max(axis=0)
+        values = rows[:, flat]
+        reach[flat[np.all((values == low) | (values == high), axis=0)]] = 1.0
     with np.errstate(divide="ignore", over="ignore"):
         scale = np.where(spread > 0, 1.0 / deviation,
-                         np.where(full > 0, 2.0 / full, 0.0))
+                         np.where(full > 0, reach / full, 0.0))
     # (a spread or range so small that its inverse overflows is a constant)
     scale[~np.isfinite(scale)] = 0.0
     return center, scale

@@ -39,8 +39,11 @@ def naive_robust_clip(X, w=None):
 
         med, spread, full = q(0.5), q(0.75) - q(0.25), col[-1] - col[0]
         sigma = np.sqrt(np.mean((col - col.mean()) ** 2))
+        # quartiles that coincide: the range sets the scale, an indicator
+        # (two values) keeps its step 1
+        reach = 1 if len(np.unique(col)) == 2 else 2
         a = (1 / min(sigma, spread / 1.3489795003921634) if spread > 0
-             else (2 / full if full > 0 else 0.0))
+             else (reach / full if full > 0 else 0.0))
         for i in range(len(X)):
             z = a * (X[i, j] - med)
             out[i, j] = z / np.sqrt(1 + (z / CLIP) ** 2)
@@ -53,9 +56,23 @@ def heavy_data(n=300, seed=0):
         rng.normal(size=n),                    # Gaussian
         rng.lognormal(0, 2.5, n),              # heavy right tail
         rng.integers(0, 2, n) * (rng.uniform(size=n) < 0.1),  # rare one-hot
+        rng.poisson(3, n) * (rng.uniform(size=n) < 0.15),  # zero-inflated
         np.full(n, 3.5),                       # constant
         rng.standard_t(1, n) * 1e6,            # Cauchy, unscaled
     ])
+
+
+def test_indicators_keep_their_step_and_zero_inflated_columns_spread():
+    """Quartiles that coincide: a 0/1 column (one-hot) enters as 0/1 (its
+    step scaled by 1/range), a zero-inflated count by 2/range."""
+    X = heavy_data(400)
+    center, scale = robust_clip_statistics(X)
+    assert center[2] == 0 and scale[2] == 1.0
+    assert center[3] == 0 and scale[3] == pytest.approx(2 / np.ptp(X[:, 3]))
+    mapped = robust_clip(X, center, scale)
+    np.testing.assert_allclose(np.unique(mapped[:, 2]),
+                               [0.0, 1 / np.sqrt(1 + 1 / CLIP**2)])
+    assert scale[4] == 0  # constant
 
 
 def test_map_matches_the_naive_reference():
@@ -86,7 +103,7 @@ def test_map_is_bounded_monotone_and_keeps_the_bulk():
         assert np.all(np.diff(Z[order, j]) >= 0)
     # the constant column is 0, the heavy column's bulk is spread, not
     # squeezed into a sliver as StandardScaler leaves it
-    assert np.all(Z[:, 3] == 0)
+    assert np.all(Z[:, 4] == 0)
     assert np.percentile(Z[:, 1], 75) - np.percentile(Z[:, 1], 25) > 0.8
     S = StandardScaler().fit_transform(X)
     assert np.percentile(S[:, 1], 75) - np.percentile(S[:, 1], 25) < 0.5
