@@ -2,7 +2,10 @@
 
 Swap ``MLPClassifier`` for ``GGNScoreClassifier`` in an existing pipeline,
 keep the defaults, compare. Every model sits in
-``make_pipeline(StandardScaler(), model)``; every regressor is also wrapped
+``make_pipeline(StandardScaler(), model)`` (the tasks of ``ENCODED_TASKS``,
+given with numeric columns and categorical codes, in the
+``make_pipeline(ColumnTransformer([StandardScaler, OneHotEncoder]), model)``
+a user writes for them; its output is sparse); every regressor is also wrapped
 in ``TransformedTargetRegressor(transformer=StandardScaler())`` (y
 standardized). Models:
 
@@ -78,6 +81,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._common import (
     LoadMonitor,
@@ -95,11 +99,18 @@ from ._common import (
 # classes, tall data, noisy and strongly non-linear low-dimensional tasks)
 GENERATED_TASKS = ("onehot_binary", "onehot_regression", "wide_5class",
                    "classes_30", "tall_3class", "friedman1", "nonlinear_binary",
-                   "mixed_binary", "heavy_friedman", "tall_noisy")
+                   "mixed_binary", "heavy_friedman", "tall_noisy",
+                   "onehot_regression_ohe")
 TASKS = ("breast_cancer", "digits", "diabetes", "pendigits", "avila", "mnist10k",
          "letter") + GENERATED_TASKS
 REGRESSION_TASKS = ("diabetes", "onehot_regression", "friedman1", "heavy_friedman",
-                    "tall_noisy")
+                    "tall_noisy", "onehot_regression_ohe")
+# tasks given as a user encodes them, with their numeric and categorical
+# columns: make_pipeline(ColumnTransformer([StandardScaler on the numeric
+# ones, OneHotEncoder on the codes]), model) instead of a StandardScaler on
+# everything (the transformer's output is sparse where it is thin, as
+# scikit-learn's default sparse_threshold=0.3 decides)
+ENCODED_TASKS = {"onehot_regression_ohe": (list(range(9)), list(range(9, 14)))}
 REAL_TASKS = ("pendigits", "avila", "mnist10k", "letter")
 MODELS = ("ggn", "mlp", "hgb")
 PLOT_TASKS = ("letter", "mnist10k", "wide_5class")
@@ -155,12 +166,14 @@ def _generated(name, seed):
         score = sum(e[codes[:, j]] for j, e in enumerate(effects))
         score += 1.5 * (codes[:, 0] == codes[:, 1] % 3)
         y = (score + rng.normal(0, 1.0, 1000) > np.median(score)).astype(int)
-    elif name == "onehot_regression":
+    elif name in ("onehot_regression", "onehot_regression_ohe"):
         # 2 930 rows: 300 one-hot columns of 5 categoricals and 9 numeric ones
+        # (the _ohe task: the same rows with the categoricals as codes, for
+        # the OneHotEncoder of its pipeline)
         levels = (120, 80, 50, 30, 20)
         codes, onehot = _one_hot_columns(rng, 2930, levels)
         numeric = rng.normal(0, 1, (2930, 9))
-        X = np.hstack([numeric, onehot])
+        X = np.hstack([numeric, onehot if name == "onehot_regression" else codes])
         y = (np.sin(numeric[:, 0]) * 2 + numeric[:, 1] * numeric[:, 2]
              + sum(rng.normal(0, 0.7, m)[codes[:, j]] for j, m in enumerate(levels))
              + rng.normal(0, 0.5, 2930))
@@ -308,7 +321,23 @@ def is_regression(task):
     return task in REGRESSION_TASKS
 
 
-def make_model(kind, regression, seed, ggn_params):
+def _preprocessor(task, kind):
+    """The pipeline's first step: StandardScaler, or for an encoded task the
+    ColumnTransformer a user writes (dense for HistGradientBoosting, which
+    takes no sparse X)."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    if task not in ENCODED_TASKS:
+        return StandardScaler()
+    numeric, categorical = ENCODED_TASKS[task]
+    return ColumnTransformer(
+        [("numeric", StandardScaler(), numeric),
+         ("categorical", OneHotEncoder(handle_unknown="ignore"), categorical)],
+        sparse_threshold=0.0 if kind == "hgb" else 0.3)
+
+
+def make_model(kind, regression, seed, ggn_params, task=None):
     from sklearn.compose import TransformedTargetRegressor
     from sklearn.ensemble import (
         HistGradientBoostingClassifier,
@@ -328,7 +357,7 @@ def make_model(kind, regression, seed, ggn_params):
     else:
         est = (HistGradientBoostingRegressor if regression
                else HistGradientBoostingClassifier)(random_state=seed)
-    pipe = make_pipeline(StandardScaler(), est)
+    pipe = make_pipeline(_preprocessor(task, kind), est)
     if regression:
         return TransformedTargetRegressor(regressor=pipe,
                                           transformer=StandardScaler())
@@ -346,7 +375,7 @@ def fit_and_score(kind, task, seed, data, ggn_params):
 
     X_tr, y_tr, X_te, y_te = data
     regression = is_regression(task)
-    model = make_model(kind, regression, seed, ggn_params)
+    model = make_model(kind, regression, seed, ggn_params, task)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
@@ -390,6 +419,12 @@ def warm_up(ggn_params):
                 GGNScoreRegressor(**common).fit(X, X[:, 0])
         GGNScoreClassifier(**dict(params, n_hidden=8, max_iter=2,
                                   random_state=0)).fit(X, y3)
+        # the sparse kernels (a one-hot encoder's output), both X̂Wᵀ routes
+        Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+        for bs in (32, 2):
+            GGNScoreRegressor(**dict(params, n_hidden=8, max_iter=2,
+                                     batch_size=bs, random_state=0)).fit(
+                Xs, X[:, 0])
 
 
 # ------------------------------------------------------------------- curves
@@ -619,6 +654,9 @@ def main(argv=None):
     parts = ["# Panel: GGN-SCORE defaults vs scikit-learn's MLP", "",
              f"Seeds {seeds}; medians over seeds; every fit with one BLAS "
              "thread, each model in make_pipeline(StandardScaler(), model) "
+             "(onehot_regression_ohe: a ColumnTransformer with StandardScaler "
+             "on its 9 numeric columns and OneHotEncoder on its 5 categorical "
+             "ones, sparse output; dense for HistGradientBoosting) "
              "(regressors also standardize y). GGN-SCORE parameters: "
              f"`{json.dumps(ggn_params)}` over the defaults.", "",
              monitor.markdown(), "", body]
