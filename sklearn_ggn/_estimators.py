@@ -259,12 +259,12 @@ _SHARED_PARAMETERS = """
         centered on its median, scaled by the smaller of its standard
         deviation and its interquartile range / 1.349 (where the quartiles
         coincide, as for zero-inflated columns, by half its range; a column
-        of two values, such as a one-hot column, keeps a step of 1; a constant
-        column becomes 0) and smoothly clipped,
-        ``x' = z / sqrt(1 + (z/B)²)`` with ``B = 3 · 1.349``: the bulk of a
-        column keeps unit scale whatever its outliers, and no value reaches
-        ±B. An
-        outlying row then cannot take a huge step, and the fit no longer
+        of two values each in 5 rows or more, such as a one-hot column,
+        keeps a step of 1; a constant column becomes 0) and smoothly
+        clipped, ``x' = z / sqrt(1 + (z/B)²)`` with ``B = 3 · 1.349``: the
+        bulk of a column keeps unit scale whatever its outliers, and no
+        value reaches ±B. An outlying row then cannot take a huge step, and
+        the fit no longer
         depends on the seed where columns are heavy-tailed (counts, money,
         rare pixels); the map is monotone, so nothing is lost that the
         network cannot undo. The statistics (``input_center_``,

@@ -11,8 +11,9 @@ values within ±2σ move by at most 11 %), a heavy-tailed one scaled by its
 bulk, not its outliers. Where the quartiles coincide (a column that is
 mostly one value: rare pixels, zero-inflated counts)
 ``z = 2 (x − q½) / (max − min)``, and ``z = (x − q½) / (max − min)`` when
-the column holds two values only (an indicator, such as a one-hot column:
-its step stays 1); a constant column maps to 0. The
+the column holds two values only, each in at least ``INDICATOR_ROWS`` rows
+(an indicator, such as a one-hot column: its step stays 1); a constant
+column maps to 0. The
 statistics come from the training rows of the first fit (and are kept by
 warm starts and ``partial_fit``). The map is monotone and bounded by ``B``:
 an outlying row enters the network, its Jacobian and the step's kernel
@@ -39,6 +40,10 @@ CLIP = 3.0 * NORMAL_IQR
 _Z_MAX = 1e6 * CLIP
 # rows per block of the map
 _BLOCK_ROWS = 1024
+# a column of two values is an indicator when each value has at least this
+# weight (rows): a category recurs; a column with a value seen once or twice
+# (a pixel lit in one image) keeps the range rule
+INDICATOR_ROWS = 5
 # quantiles are taken over at most this many rows (every k-th row): their
 # error at 16 384 rows is far below what moves a fit
 _QUANTILE_ROWS = 16384
@@ -73,15 +78,18 @@ def robust_clip_statistics(X, sample_weight=None):
     std = np.sqrt(s @ np.square(rows - mean))
     full = (np.max(X, axis=0) - np.min(X, axis=0)).astype(np.float64)
     deviation = np.minimum(std, spread / NORMAL_IQR)
-    # where the quartiles coincide: 2 / range, or 1 / range for a column of
-    # two values (over the rows of the quantiles), an indicator whose step
-    # stays 1 as a one-hot encoder gives it
+    # where the quartiles coincide: 2 / range, or 1 / range for an indicator
+    # (over the rows of the quantiles: two values, each of weight at least
+    # INDICATOR_ROWS), whose step stays 1 as a one-hot encoder gives it
     reach = np.full(spread.shape, 2.0)
     flat = np.flatnonzero(~(spread > 0) & (full > 0))
     if flat.size:
-        low, high = rows[:, flat].min(axis=0), rows[:, flat].max(axis=0)
         values = rows[:, flat]
-        reach[flat[np.all((values == low) | (values == high), axis=0)]] = 1.0
+        low, high = values.min(axis=0), values.max(axis=0)
+        at_low = values == low
+        two = np.all(at_low | (values == high), axis=0)
+        rare = np.minimum(w @ at_low, w @ ~at_low)
+        reach[flat[two & (rare >= INDICATOR_ROWS)]] = 1.0
     with np.errstate(divide="ignore", over="ignore"):
         scale = np.where(spread > 0, 1.0 / deviation,
                          np.where(full > 0, reach / full, 0.0))

@@ -40,8 +40,10 @@ def naive_robust_clip(X, w=None):
         med, spread, full = q(0.5), q(0.75) - q(0.25), col[-1] - col[0]
         sigma = np.sqrt(np.mean((col - col.mean()) ** 2))
         # quartiles that coincide: the range sets the scale, an indicator
-        # (two values) keeps its step 1
-        reach = 1 if len(np.unique(col)) == 2 else 2
+        # (two values, each in at least 5 of the repeated rows) keeps its
+        # step 1
+        counts = np.unique(col, return_counts=True)[1]
+        reach = 1 if len(counts) == 2 and counts.min() >= 5 else 2
         a = (1 / min(sigma, spread / 1.3489795003921634) if spread > 0
              else (reach / full if full > 0 else 0.0))
         for i in range(len(X)):
@@ -73,6 +75,18 @@ def test_indicators_keep_their_step_and_zero_inflated_columns_spread():
     np.testing.assert_allclose(np.unique(mapped[:, 2]),
                                [0.0, 1 / np.sqrt(1 + 1 / CLIP**2)])
     assert scale[4] == 0  # constant
+    # a value in 4 rows is no category (a pixel lit in a few images): the
+    # range rule; in 5 rows, or 4 rows of which one weighs 2, an indicator
+    odd = np.zeros((400, 1))
+    odd[:4] = 3.0
+    assert robust_clip_statistics(odd)[1][0] == pytest.approx(2 / 3)
+    odd[4] = 3.0
+    assert robust_clip_statistics(odd)[1][0] == pytest.approx(1 / 3)
+    four = odd[1:]  # rows 1-4 hold the 3
+    w = np.ones(len(four))
+    assert robust_clip_statistics(four, w)[1][0] == pytest.approx(2 / 3)
+    w[0] = 2.0
+    assert robust_clip_statistics(four, w)[1][0] == pytest.approx(1 / 3)
 
 
 def test_map_matches_the_naive_reference():
