@@ -264,10 +264,9 @@ _SHARED_PARAMETERS = """
         clipped, ``x' = z / sqrt(1 + (z/B)²)`` with ``B = 3 · 1.349``: the
         bulk of a column keeps unit scale whatever its outliers, and no
         value reaches ±B. An outlying row then cannot take a huge step, and
-        the fit no longer
-        depends on the seed where columns are heavy-tailed (counts, money,
-        rare pixels); the map is monotone, so nothing is lost that the
-        network cannot undo. The statistics (``input_center_``,
+        the fit no longer depends on the seed where columns are heavy-tailed
+        (counts, money, rare pixels); the map is monotone, so nothing is lost
+        that the network cannot undo. The statistics (``input_center_``,
         ``input_scale_``) come from the training rows of the first fit and
         are kept by warm starts and ``partial_fit``. It composes with a
         ``StandardScaler`` in front (an affine map changes none of its

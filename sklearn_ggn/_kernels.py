@@ -147,33 +147,15 @@ def sparse_inner_products_lower_kernel(indptr, indices, data, work, out):
 
 
 @njit(**NUMBA_OPTIONS)
-def sparse_rows_times_transposed_kernel(indptr, indices, data, W, out):
-    """``out[k, i] = Σ_j x_kj W[i, j]`` (``X̂ Wᵀ``) for CSR rows and a dense
-    ``W`` (n × d̂, C order): the first layer's pre-activations and ``X̂ δUᵀ``.
-
-    Reads only the stored columns of each row (n values each), where SciPy
-    would first copy the n × d̂ operand into the layout its product needs.
-    """
-    b = out.shape[0]
-    n = W.shape[0]
-    for k in range(b):
-        for i in range(n):
-            out[k, i] = 0.0
-        for p in range(indptr[k], indptr[k + 1]):
-            j = indices[p]
-            x = data[p]
-            for i in range(n):
-                out[k, i] += x * W[i, j]
-
-
-@njit(**NUMBA_OPTIONS)
 def sparse_rows_times_kernel(indptr, indices, data, WT, out):
-    """``out[k, :] = Σ_j x_kj WT[j, :]`` (``X̂ W`` for a C-order ``WT`` of
-    shape d̂ × n): :func:`sparse_rows_times_transposed_kernel` with the
-    operand transposed by the caller, whose rows the stored entries read
-    contiguously (vectorized over n) instead of a column of ``W`` at a
-    stride of d̂; for batches with at least d̂ stored entries, where the
-    transpose costs less than the strided reads."""
+    """``out[k, :] = Σ_j x_kj WT[j, :]`` (``X̂ W``, b × n) for CSR rows and a
+    dense ``WT`` (d̂ × n): the first layer's pre-activations and ``X̂ δUᵀ``
+    with ``WT = Uᵀ``. Reads only the stored columns of each row, where SciPy
+    would first copy the operand into the layout its product needs. For a
+    C-order ``WT`` (a transposed copy, worth its n·d̂ when the batch stores
+    at least d̂ entries) each entry reads a contiguous row, vectorized over
+    n; for the view ``Wᵀ`` of a C-order W it reads a column of W at a
+    stride of d̂ (numba compiles the two layouts separately)."""
     b = out.shape[0]
     n = WT.shape[1]
     for k in range(b):

@@ -89,6 +89,23 @@ def test_sparse_inner_products_equal_dense(dtype, index_dtype, given_out):
     np.testing.assert_allclose(got[lower], ref[lower], rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("rows", [2, 40])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_times_transposed_equals_dense_on_both_routes(rows, dtype):
+    # X̂ Wᵀ of a sparse batch: 2 rows store fewer than d̂ entries (W read in
+    # place, strided), 40 rows more (a transposed copy of W read by rows)
+    X = sparse_data(n=rows, d=60, density=0.1, seed=3)[0].astype(dtype)
+    net = make_problem(d=60)[0]
+    Xa = net.augment(X)
+    assert (Xa.nnz < Xa.shape[1]) == (rows == 2)
+    W = np.random.default_rng(4).standard_normal((7, Xa.shape[1])).astype(dtype)
+    got = _network._times_transposed(Xa, W)
+    ref = Xa.toarray().astype(np.float64) @ W.T.astype(np.float64)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
 def test_augment_canonicalizes_without_modifying_the_input():
     # duplicates and unsorted indices in row 0
     X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 4.0]), np.array([2, 0, 2, 1]),
