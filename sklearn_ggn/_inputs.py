@@ -12,7 +12,8 @@ bulk, not its outliers. Where the quartiles coincide (a column that is
 mostly one value: rare pixels, zero-inflated counts)
 ``z = 2 (x − q½) / (max − min)``, and ``z = (x − q½) / (max − min)`` when
 the column holds two values only, each in at least ``INDICATOR_ROWS`` rows
-(an indicator, such as a one-hot column: its step stays 1); a constant
+(an indicator, such as a one-hot column: its step stays 1; counted over all
+rows, with sample weights as repeated rows); a constant
 column maps to 0. The statistics come from the training rows of the first
 fit (and are kept by warm starts and ``partial_fit``). The map is monotone
 and bounded by ``B``: an outlying row enters the network, its Jacobian and
@@ -75,26 +76,42 @@ def robust_clip_statistics(X, sample_weight=None):
     s = w / w.sum()
     mean = s @ rows
     std = np.sqrt(s @ np.square(rows - mean))
-    full = (np.max(X, axis=0) - np.min(X, axis=0)).astype(np.float64)
+    low, high = np.min(X, axis=0), np.max(X, axis=0)
+    full = (high - low).astype(np.float64)
     deviation = np.minimum(std, spread / NORMAL_IQR)
-    # where the quartiles coincide: 2 / range, or 1 / range for an indicator
-    # (over the rows of the quantiles: two values, each of weight at least
-    # INDICATOR_ROWS), whose step stays 1 as a one-hot encoder gives it
+    # where the quartiles coincide: 2 / range, or 1 / range for an indicator,
+    # whose step stays 1 as a one-hot encoder gives it
     reach = np.full(spread.shape, 2.0)
     flat = np.flatnonzero(~(spread > 0) & (full > 0))
     if flat.size:
-        values = rows[:, flat]
-        low, high = values.min(axis=0), values.max(axis=0)
-        at_low = values == low
-        two = np.all(at_low | (values == high), axis=0)
-        rare = np.minimum(w @ at_low, w @ ~at_low)
-        reach[flat[two & (rare >= INDICATOR_ROWS)]] = 1.0
+        reach[flat[_indicators(X, flat, sample_weight, low[flat],
+                               high[flat])]] = 1.0
     with np.errstate(divide="ignore", over="ignore"):
         scale = np.where(spread > 0, 1.0 / deviation,
                          np.where(full > 0, reach / full, 0.0))
     # (a spread or range so small that its inverse overflows is a constant)
     scale[~np.isfinite(scale)] = 0.0
     return center, scale
+
+
+def _indicators(X, columns, sample_weight, low, high):
+    """Which ``columns`` of ``X`` (all rows, weights > 0) are indicators:
+    they hold only their ``low`` and ``high`` values, each with a total
+    weight of at least ``INDICATOR_ROWS`` (weights count as repeated rows).
+    Counted over every row, in blocks, so that neither the row order nor a
+    subsample decides."""
+    others = np.zeros(columns.size, dtype=bool)
+    at_low = np.zeros(columns.size)
+    at_high = np.zeros(columns.size)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    for start in range(0, X.shape[0], _BLOCK_ROWS):
+        rows = slice(start, start + _BLOCK_ROWS)
+        block = X[rows][:, columns]
+        is_low, is_high = block == low, block == high
+        others |= ~np.all(is_low | is_high, axis=0)
+        at_low += w[rows] @ is_low
+        at_high += w[rows] @ is_high
+    return ~others & (np.minimum(at_low, at_high) >= INDICATOR_ROWS)
 
 
 def robust_clip(X, center, scale, out=None):

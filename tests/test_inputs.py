@@ -89,6 +89,27 @@ def test_indicators_keep_their_step_and_zero_inflated_columns_spread():
     assert robust_clip_statistics(four, w)[1][0] == pytest.approx(1 / 3)
 
 
+@pytest.mark.parametrize("first", [0, 1])
+def test_indicators_are_counted_over_all_rows(first):
+    """Beyond the rows of the quantiles (every k-th row of a tall X) the
+    rows' order decides nothing: 8 ones on odd or on even rows of 16 385 are
+    an indicator either way, and a third value on a row the quantiles skip
+    still makes the column no indicator."""
+    X = np.zeros((16385, 2))
+    X[first:16:2, 0] = 1.0
+    X[:40:2, 1] = 1.0
+    X[1, 1] = 7.0
+    center, scale = robust_clip_statistics(X)
+    assert scale[0] == 1.0
+    assert scale[1] == pytest.approx(2 / 7)
+    # weights as repeated rows, also on the tall X
+    w = np.ones(len(X))
+    w[first] = 0.0
+    assert robust_clip_statistics(X, w)[1][0] == 1.0  # 7 ones left
+    w[first:8:2] = 0.0
+    assert robust_clip_statistics(X, w)[1][0] == 2.0  # 4 ones left
+
+
 def test_map_matches_the_naive_reference():
     X = heavy_data()
     center, scale = robust_clip_statistics(X)
