@@ -578,26 +578,39 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return robust_clip_statistics(X, sample_weight)
         return None, None
 
-    def _network_inputs(self, X):
+    def _network_inputs(self, X, augmented=False):
         """Validated X as the network sees it: through the fitted
-        ``input_transform`` (``input_center_``, ``input_scale_``)."""
-        return robust_clip(X, getattr(self, "input_center_", None),
-                           getattr(self, "input_scale_", None))
+        ``input_transform`` (``input_center_``, ``input_scale_``).
+
+        ``augmented=True`` returns ``(Z, Ẑ)`` with ``Ẑ`` the network's
+        augmented inputs and ``Z`` a view of their first columns when the
+        map can be written straight into them (X in the weights' dtype),
+        else ``(Z, None)``."""
+        center = getattr(self, "input_center_", None)
+        scale = getattr(self, "input_scale_", None)
+        if not augmented:
+            return robust_clip(X, center, scale)
+        if X.dtype != self.hidden_weights_.dtype:
+            return robust_clip(X, center, scale), None
+        return self._network(X.shape[1], self.output_weights_.shape[1]
+                             ).augment_mapped(X, center, scale)
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights, for
         validated X in the weights' dtype."""
-        return self._outputs_at(self._network_inputs(X))
+        return self._outputs_at(*self._network_inputs(X, augmented=True))
 
-    def _outputs_at(self, Z):
+    def _outputs_at(self, Z, Za=None):
         """Φ from the public weights at the network's inputs ``Z``
-        (:meth:`_network_inputs` of validated X, in the weights' dtype)."""
+        (:meth:`_network_inputs` of validated X, in the weights' dtype), or
+        at their augmented form ``Za`` when given."""
         network = self._network(Z.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),
                              dtype=self.hidden_weights_.dtype)
-        return network.forward(theta, network.augment(Z), with_deriv=False).outputs
+        return network.forward(theta, network.augment(Z) if Za is None else Za,
+                               with_deriv=False).outputs
 
     def _step_structure(self, n_outputs):
         """The structure of this estimator's steps (the engine's

@@ -759,8 +759,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
         # (the network's inputs, mapped once for the mean and the std)
-        Z = self._network_inputs(X)
-        out = self._outputs_at(Z.astype(self.hidden_weights_.dtype, copy=False))
+        Z, Za = self._network_inputs(X, augmented=True)
+        out = self._outputs_at(Z.astype(self.hidden_weights_.dtype, copy=False), Za)
         if self.loss == "poisson":
             out = PoissonLoss.mean(out)
         # back to the units of y (see standardize_target)
@@ -1210,8 +1210,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
         dtype = self.hidden_weights_.dtype
-        Z = self._network_inputs(X)  # (mapped once for the mean and variance)
-        logits = self._outputs_at(Z.astype(dtype, copy=False)).astype(np.float64)
+        # (mapped once for the mean and variance)
+        Z, Za = self._network_inputs(X, augmented=True)
+        logits = self._outputs_at(Z.astype(dtype, copy=False), Za).astype(np.float64)
         variance = self._output_variance(Z)
         logits /= np.sqrt(1.0 + np.pi * variance / 8.0)
         if self._multilabel:
