@@ -977,10 +977,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         units of y."""
         return {"log_marginal_likelihood_": log_z}
 
-    def _output_variance(self, Z):
+    def _output_variance(self, Z, Za=None):
         """``J(x) P⁻¹ J(x)ᵀ`` per row and output (n, K), in training units,
         at the network's inputs ``Z`` (:meth:`_network_inputs` of validated
-        X)."""
+        X), or at their augmented form ``Za`` when given."""
         from . import _laplace
 
         state = self._posterior()
@@ -994,8 +994,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),
                              dtype=np.float64)
-        variance = _laplace.output_variance(network, theta, posterior,
-                                            network.augment(Z))
+        variance = _laplace.output_variance(
+            network, theta, posterior, network.augment(Z) if Za is None else Za)
         return variance / posterior["n_weighted"]
 
     def _validation_scorer(self, validation, labels, target_attributes, dtype):

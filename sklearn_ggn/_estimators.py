@@ -772,7 +772,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         if not return_std:
             return out[:, 0] if one_dimensional else out
         # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
-        variance = self._output_variance(Z)  # (raises without a posterior)
+        variance = self._output_variance(Z, Za)  # (raises without a posterior)
         sigma2 = self._posterior()["_laplace"]["noise_variance"]
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
@@ -1213,7 +1213,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         # (mapped once for the mean and variance)
         Z, Za = self._network_inputs(X, augmented=True)
         logits = self._outputs_at(Z.astype(dtype, copy=False), Za).astype(np.float64)
-        variance = self._output_variance(Z)
+        variance = self._output_variance(Z, Za)
         logits /= np.sqrt(1.0 + np.pi * variance / 8.0)
         if self._multilabel:
             proba = MultilabelLogLoss().probabilities(logits)
