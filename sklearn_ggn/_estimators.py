@@ -382,8 +382,9 @@ _SHARED_ATTRIBUTES = """
         ``X``).
 
     input_scale_ : ndarray of shape (`n_features_in_`,) or None
-        The column factors of ``input_transform="robust_clip"`` (inverse
-        interquartile range, else 2 / range, else 0); None as
+        The column factors of ``input_transform="robust_clip"``
+        (``1 / min(σ, IQR / 1.349)``; where the quartiles coincide 2 / range,
+        1 / range for an indicator column; 0 for a constant one); None as
         ``input_center_``.
 
     n_features_in_ : int
