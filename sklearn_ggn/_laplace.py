@@ -111,6 +111,38 @@ def _row_blocks(b, per_row_bytes):
         yield slice(k0, min(b, k0 + rows))
 
 
+def _last_layer_gram(network, theta, Xa, A):
+    """``Σ_k J̃_kᵀ J̃_k`` over the output layer's parameters (p × p, p =
+    (n + 1) K with the output bias, n K without), ``J̃_k = A_kᵀ J_k``.
+
+    The output layer's Jacobian of a row is ``J_k = φ_kᵀ ⊗ I_K`` with
+    ``φ_k = (κ ρ_k, 1)`` (the bias as one more unit, θ's layout: unit-major,
+    class-minor), so ``J̃_kᵀ J̃_k = (φ_k φ_kᵀ) ⊗ Q_k`` with ``Q_k = A_k A_kᵀ``:
+    one weighted ``Φᵀ diag(Q[:, c, c']) Φ`` per pair of classes, K²/2 ·
+    N (n+1)² flops instead of the N K (n+1)² K² of the explicit rows (a
+    26-class fit on 15 000 rows: seconds, not a minute). Only ρ is needed:
+    sparse rows stay sparse."""
+    K = network.n_outputs
+    units = network.n_hidden + network.fit_intercept
+    p = units * K
+    data = np.zeros((units, K, units, K))
+    Q = np.einsum("kcr,kdr->kcd", A, A)
+    for block in _row_blocks(Xa.shape[0], 8 * (units + K * K) * 2):
+        cache = network.forward(theta, Xa[block], with_deriv=False)
+        phi = np.empty((cache.rho.shape[0], units))
+        phi[:, :network.n_hidden] = network.kappa * cache.rho
+        if network.fit_intercept:
+            phi[:, -1] = 1.0
+        Qb = Q[block]
+        for c in range(K):
+            for d in range(c, K):
+                M = (phi * Qb[:, c, d][:, None]).T @ phi
+                data[:, c, :, d] += M
+                if d != c:
+                    data[:, d, :, c] += M.T
+    return data.reshape(p, p)
+
+
 def fit_posterior(problem, theta, structure, prior_scale="fitted"):
     """The factored ``B`` of the module docstring at θ on all training rows.
 
@@ -167,14 +199,7 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         Dpart = D[first:]
         p = Dpart.shape[0]
         if last:
-            data = np.zeros((p, p))
-            for block in _row_blocks(batch.Xa.shape[0], 8 * K * p * 2):
-                # (the last layer needs only ρ: sparse rows stay sparse)
-                Xc = batch.Xa[block]
-                Jt = np.einsum("kcr,kcp->krp", A[block],
-                               jacobian_rows(network, theta, Xc, "last_layer"))
-                Jt = Jt.reshape(-1, p)
-                data += Jt.T @ Jt
+            data = _last_layer_gram(network, theta, batch.Xa, A)
         else:
             data = lin.gauss_newton_matrix()  # J̃ᵀ J̃
         root = np.sqrt(Dpart)

@@ -425,3 +425,22 @@ def test_copies_do_not_compute_the_posterior():
         assert twin._posterior_state is None and twin._posterior_inputs is not None
         np.testing.assert_array_equal(twin.predict(X_test), reg.predict(X_test))
     assert reg._posterior_state is None
+
+
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_last_layer_gram_is_the_sum_over_explicit_rows(K, fit_intercept):
+    """The output layer's Σ J̃ᵀJ̃ from its Kronecker form against the rows
+    of the explicit Jacobian, J̃_k = A_kᵀ J_k."""
+    from test_numerics import make_problem
+
+    from sklearn_ggn import _laplace
+
+    net, theta, _, X, _, _ = make_problem(K=K, b=23, d=4, n=6,
+                                          fit_intercept=fit_intercept)
+    Xa = net.augment(X)
+    A = np.random.default_rng(5).standard_normal((23, K, K))
+    J = _laplace.jacobian_rows(net, theta, Xa, "last_layer")
+    Jt = np.einsum("kcr,kcp->krp", A, J).reshape(23 * K, -1)
+    np.testing.assert_allclose(_laplace._last_layer_gram(net, theta, Xa, A),
+                               Jt.T @ Jt, rtol=1e-12, atol=1e-12)
