@@ -757,15 +757,25 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
 
+        plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
+        batch_size = plan.batch_size
+        # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,
+        # where batch_size="auto" keeps full batches) computes in float64:
+        # its steps solve the kernel system to convergence, where float32
+        # rounding, amplified by the system's condition number and by the
+        # line search's decisions, would move the fit away from the float64
+        # one (1-2 % after a dozen steps on digits). The weights are returned
+        # in X's dtype. Mini-batch fits, partial_fit and larger full batches
+        # compute in X's dtype.
+        work = np.float64 if plan.float64_work else dtype
         # the inputs the network sees (input_transform)
         center, scale = self._input_statistics(X, sample_weight, fresh_start)
         inputs = {"input_center_": center, "input_scale_": scale}
         fitted.update(inputs)
         # (mapped straight into the augmented array the steps read, when X's
         # dtype is the one they compute in)
-        fuse = not self._plan(X.shape[0], Y.shape[1], incremental, early_stopping,
-                              warn=False).float64_work or X.dtype == np.float64
-        raw_X, (X, Xa) = X, (network.augment_mapped(X, center, scale) if fuse
+        raw_X, (X, Xa) = X, (network.augment_mapped(X, center, scale)
+                             if X.dtype == work
                              else (robust_clip(X, center, scale), None))
         # (max and -min: no temporary of X's size)
         x_max = float(max(X.max(), -X.min()))
@@ -784,17 +794,6 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 "initial weights and the curvature of the steps assume inputs "
                 f"of unit scale: {_scaling_advice(X)}standardize them, e.g. with "
                 "StandardScaler in a Pipeline.", UserWarning)
-        plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
-        batch_size = plan.batch_size
-        # A full-batch fit of small data (up to _AUTO_FULL_BATCH_ROWS rows,
-        # where batch_size="auto" keeps full batches) computes in float64:
-        # its steps solve the kernel system to convergence, where float32
-        # rounding, amplified by the system's condition number and by the
-        # line search's decisions, would move the fit away from the float64
-        # one (1-2 % after a dozen steps on digits). The weights are returned
-        # in X's dtype. Mini-batch fits, partial_fit and larger full batches
-        # compute in X's dtype.
-        work = np.float64 if plan.float64_work else dtype
         training = (raw_X, y, sample_weight)  # as given to the callbacks
         # (θ0 keeps its float64 draw: rounded to float32 first, the float32
         # fit would follow the float64 one only to ~2 % on digits at
