@@ -13,16 +13,17 @@ mostly one value: rare pixels, zero-inflated counts)
 ``z = 2 (x − q½) / (max − min)``, and ``z = (x − q½) / (max − min)`` when
 the column holds two values only, each in at least ``INDICATOR_ROWS`` rows
 (an indicator, such as a one-hot column: its step stays 1; counted over all
-rows, with sample weights as repeated rows); a constant
-column maps to 0. The statistics come from the training rows of the first
-fit (and are kept by warm starts and ``partial_fit``). The map is monotone
-and bounded by ``B``: an outlying row enters the network, its Jacobian and
-the step's kernel system at most ``B`` out. This is the robust scaling and smooth clipping of
-Holzmüller, Grinsztajn and Steinwart (2024, "Better by default: strong
-pre-tuned MLPs and boosted trees on tabular data"), whose bound of 3 on its
-IQR scale is ``B`` here, with the scale capped by σ so that light-tailed
-columns keep unit variance (with the IQR scale alone a uniform column
-shrank to 0.74 of it and a non-linear task of such columns lost 0.02).
+rows, with sample weights as repeated rows); a constant column maps to 0.
+The statistics come from the training rows of the first fit (and are kept
+by warm starts and ``partial_fit``). The map is monotone and bounded by
+``B``: an outlying row enters the network, its Jacobian and the step's
+kernel system at most ``B`` out. This is the robust scaling and smooth
+clipping of Holzmüller, Grinsztajn and Steinwart (2024, "Better by
+default: strong pre-tuned MLPs and boosted trees on tabular data"), whose
+bound of 3 on its IQR scale is ``B`` here, with the scale capped by σ so
+that light-tailed columns keep unit variance (with the IQR scale alone a
+uniform column shrank to 0.74 of it and a non-linear task of such columns
+lost 0.02).
 
 Sparse inputs are passed as given: centering would densify them.
 """
