@@ -181,20 +181,34 @@ _SHARED_PARAMETERS = """
         Stop after this many consecutive iterations/epochs without an
         improvement of ``tol`` (``np.inf``: never, run ``max_iter``).
 
-    early_stopping : bool, default=False
-        Stop when the validation score stops improving and keep the
-        parameters of the best validation score. The validation data are
+    early_stopping : "auto" or bool, default="auto"
+        ``"auto"``: an overfitting watch that gives every row back. A fresh
+        mini-batch ``fit`` without ``X_val`` holds out
+        ``validation_fraction`` of the rows (at most 2 000, at least 50,
+        stratified for classifiers; with fewer rows, a class of one row or
+        full batches there is no watch) for its first 15 epochs (at most
+        half of ``max_iter``). When the risk on them stays more than 10 %
+        above its minimum for 3 epochs in a row, the fit overfits: it is
+        refit on all rows for the number of epochs that scored best on the
+        held-out rows. Otherwise they join the training rows and the fit
+        goes on. What the watch found is in ``overfitting_watch_``.
+
+        ``True``: stop when the validation score stops improving and keep
+        the parameters of the best validation score. The validation data are
         ``X_val, y_val`` when given to ``fit``, otherwise a held-out
         ``validation_fraction`` of the training data (stratified for
-        classifiers). When the split cannot work (too few rows, or a class
-        with one row) the fit warns and trains on all rows without early
-        stopping. The validation score then decides alone when the fit
-        ends: the adaptive damping's stalled epochs still raise the damping
-        but do not stop a fit whose validation score improves. Ignored by
-        ``partial_fit``.
+        classifiers), which the model never trains on. When the split cannot
+        work (too few rows, or a class with one row) the fit warns and
+        trains on all rows without early stopping. The validation score then
+        decides alone when the fit ends: the adaptive damping's stalled
+        epochs still raise the damping but do not stop a fit whose
+        validation score improves.
+
+        ``False``: neither; the fit ends by its own stopping rules (the
+        0.7 default). ``partial_fit`` ignores the parameter.
 
     validation_fraction : float, default=0.1
-        Fraction held out for early stopping.
+        Fraction held out for early stopping (or for the overfitting watch).
 
     shuffle : bool, default=True
         Shuffle the samples every epoch (mini-batch only).
@@ -334,8 +348,18 @@ _SHARED_ATTRIBUTES = """
         adds the penalty). None without validation data.
 
     best_validation_score_ : float or None
-        Best validation score with ``early_stopping`` (None when the fit
-        diverged before the first score).
+        Best validation score with ``early_stopping=True`` (None when the
+        fit diverged before the first score).
+
+    overfitting_watch_ : dict or None
+        What ``early_stopping="auto"``'s watch found, None when there was
+        none: ``"validation_rows"``, ``"epochs"`` (watched),
+        ``"overfitting"`` (bool), ``"best_epoch"`` (the epochs of the refit
+        when it overfitted, else None), and the held-out
+        ``"validation_loss_curve"`` and ``"validation_scores"`` per watched
+        epoch. ``n_iter_`` and ``loss_curve_`` are those of the fit on all
+        rows: after overfitting, the refit's; otherwise the watched epochs
+        and the ones after.
 
     tau_ : float
         The regularization strength used (``tau``, or its ``"auto"`` value).
@@ -553,7 +577,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  mu="auto", tau="auto", step_size=0.95, damping="adaptive",
                  line_search="auto", linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
-                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, early_stopping="auto", validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
@@ -882,7 +906,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  mu="auto", tau="auto", step_size=0.95, damping="adaptive",
                  line_search="auto", linear_solver="auto", solver="ggn",
                  learning_rate=1.0, batch_size="auto", max_iter=100, tol=1e-4,
-                 n_iter_no_change=10, early_stopping=False, validation_fraction=0.1,
+                 n_iter_no_change=10, early_stopping="auto", validation_fraction=0.1,
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, class_weight=None, uncertainty="auto",

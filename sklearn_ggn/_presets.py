@@ -15,7 +15,8 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4):
     The estimators' defaults use extensions that make the method robust on
     real data (adaptive damping on mini-batches, ``tau="auto"``, a merged
     short last batch, a line search, robust scaling with smooth clipping of
-    the inputs); these parameters switch them off so
+    the inputs, the overfitting watch of ``early_stopping="auto"``); these
+    parameters switch them off so
     that every step is the paper's: a fixed curvature
     scale, the step size ``α = min(1, ᾱ / (1 + M_g η))`` without backtracking,
     μ = 1/κ(n) unless given, and every batch as cut (an explicit
@@ -57,4 +58,5 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4):
     return {**_CONVENTIONS[convention], "batch_size": batch_size, "mu": mu,
             "tau": tau, "step_size": 0.95, "line_search": False,
             "scaling": "ntk", "regularizer": "pseudo_huber",
-            "curvature": "exact", "hessian": "diagonal", "input_transform": None}
+            "curvature": "exact", "hessian": "diagonal", "input_transform": None,
+            "early_stopping": False}

@@ -523,7 +523,7 @@ _SPLIT = ("a weight-2 row and a repeated row fall into different "
 def _expected_failed_checks(estimator):
     params = estimator.get_params()
     failing = {}
-    if params["early_stopping"] or params["batch_size"] not in ("auto", None):
+    if params["early_stopping"] is True or params["batch_size"] not in ("auto", None):
         failing["check_sample_weight_equivalence_on_dense_data"] = _SPLIT
         # the same with sparse X (accepted since issue 11)
         failing["check_sample_weight_equivalence_on_sparse_data"] = _SPLIT

@@ -1,0 +1,265 @@
+"""early_stopping="auto": the overfitting watch of a fresh mini-batch fit.
+
+Each outcome is checked against the fits it is defined by: after
+overfitting, the same estimator with ``early_stopping=False`` and
+``max_iter`` = the best epoch on all rows; without, the watch's fit on the
+split continued on all rows by a warm start.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, paper_params
+
+
+def _one_hot_noisy(n=800, n_features=8, levels=10, flip=0.25, seed=0):
+    """Categorical columns one-hot encoded, labels from a few of them and
+    flipped at random: a 100-unit network memorizes the flips."""
+    rng = np.random.RandomState(seed)
+    codes = rng.randint(levels, size=(n, n_features))
+    X = np.zeros((n, n_features * levels))
+    X[np.arange(n)[:, None], codes + levels * np.arange(n_features)] = 1.0
+    effect = rng.normal(size=(n_features, levels))
+    z = effect[np.arange(n_features), codes].sum(axis=1)
+    y = (z > np.median(z)).astype(int)
+    flipped = rng.rand(n) < flip
+    y[flipped] = 1 - y[flipped]
+    return X, y
+
+
+def _smooth_regression(n=1500, seed=0):
+    """Low noise, smooth target: the held-out risk keeps falling."""
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, 4))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _split(estimator, X, y):
+    """The watch's split, as the estimator draws it."""
+    n_val = min(2000, int(np.ceil(estimator.validation_fraction * X.shape[0])))
+    stratify = y if isinstance(estimator, GGNScoreClassifier) else None
+    return train_test_split(np.arange(X.shape[0]), test_size=n_val,
+                            random_state=check_random_state(estimator.random_state),
+                            stratify=stratify)
+
+
+def _weights(est):
+    return [est.hidden_weights_, est.output_weights_, est.hidden_intercept_,
+            est.output_intercept_]
+
+
+def test_overfitting_refits_all_rows_for_the_best_epochs():
+    X, y = _one_hot_noisy()
+    clf = GGNScoreClassifier(random_state=0).fit(X, y)
+    watch = clf.overfitting_watch_
+    assert watch["overfitting"]
+    assert watch["validation_rows"] == 80
+    risks = np.array(watch["validation_loss_curve"])
+    scores = watch["validation_scores"]
+    assert len(risks) == len(scores) == watch["epochs"]
+    # the rule: the last three risks above 1.1 × the running minimum, and
+    # not three in a row before
+    above = risks > 1.1 * np.minimum.accumulate(risks)
+    assert above[-3:].all()
+    assert not any(above[i:i + 3].all() for i in range(len(above) - 3))
+    assert watch["best_epoch"] == int(np.argmax(scores)) + 1
+    # the refit is the plain fit of all rows, ended at the best epoch
+    ref = GGNScoreClassifier(random_state=0, early_stopping=False,
+                             max_iter=watch["best_epoch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    assert clf.n_iter_ == ref.n_iter_ <= watch["best_epoch"]
+    for a, b in zip(_weights(clf), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+    assert clf.loss_curve_ == ref.loss_curve_
+    # the held-out scores are those of the split's rows at the watch's epochs
+    tr, va = _split(clf, X, y)
+    watch_fit = GGNScoreClassifier(random_state=0, early_stopping=False,
+                                   max_iter=watch["epochs"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        watch_fit.fit(X[np.sort(tr)], y[np.sort(tr)], X_val=X[np.sort(va)],
+                      y_val=y[np.sort(va)])
+    np.testing.assert_allclose(watch_fit.history_["validation_score"], scores)
+    np.testing.assert_allclose(watch_fit.validation_loss_curve_, risks)
+
+
+def test_overfitting_stops_sooner_and_scores_higher_than_running_on():
+    # what the watch is for: on memorizable noise the refit at the best
+    # epoch beats the fit that runs until its training objective stalls
+    X, y = _one_hot_noisy(n=1400, seed=1)
+    X, y, X_test, y_test = X[:700], y[:700], X[700:], y[700:]
+    auto = GGNScoreClassifier(random_state=0).fit(X, y)
+    off = GGNScoreClassifier(random_state=0, early_stopping=False).fit(X, y)
+    assert auto.overfitting_watch_["overfitting"]
+    assert auto.n_iter_ + auto.overfitting_watch_["epochs"] < off.n_iter_
+    assert auto.score(X_test, y_test) > off.score(X_test, y_test)
+
+
+def test_no_overfitting_continues_on_all_rows():
+    X, y = _smooth_regression()
+    reg = GGNScoreRegressor(random_state=0).fit(X, y)
+    watch = reg.overfitting_watch_
+    assert not watch["overfitting"] and watch["best_epoch"] is None
+    assert watch["epochs"] == 15 and watch["validation_rows"] == 150
+    # = the watch's 15 epochs on the split, warm-started on all rows
+    tr, va = _split(reg, X, y)
+    ref = GGNScoreRegressor(random_state=0, early_stopping=False, max_iter=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X[np.sort(tr)], y[np.sort(tr)], X_val=X[np.sort(va)],
+                y_val=y[np.sort(va)])
+    np.testing.assert_allclose(ref.validation_loss_curve_,
+                               watch["validation_loss_curve"])
+    # (the objective over all rows is another function: the continued fit
+    # does not judge its epochs against the watch's best and last ones)
+    ref._solver_state.best_objective = np.inf
+    ref._solver_state.damping.last_epoch_objective = None
+    ref.set_params(warm_start=True, max_iter=100 - 15)
+    ref.fit(X, y)
+    for a, b in zip(_weights(reg), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+    assert reg.n_iter_ == len(reg.loss_curve_) == len(ref.loss_curve_)
+    assert reg.n_iter_ > 15
+    assert reg.validation_loss_curve_ is None and reg.validation_scores_ is None
+    assert "validation_risk" not in reg.history_
+
+
+@pytest.mark.parametrize("case", ["full_batch", "few_rows", "false", "true",
+                                  "X_val", "small_max_iter", "paper",
+                                  "singleton_class"])
+def test_no_watch(case):
+    X, y = _one_hot_noisy()
+    params = {"random_state": 0}
+    fit_params = {}
+    if case == "full_batch":
+        X, y = X[:400], y[:400]  # the structured step's full batch
+    elif case == "few_rows":
+        params["batch_size"] = 64
+        X, y = X[:450], y[:450]  # 45 held-out rows < 50
+    elif case == "false":
+        params["early_stopping"] = False
+    elif case == "true":
+        params["early_stopping"] = True
+    elif case == "X_val":
+        fit_params = {"X_val": X[:100], "y_val": y[:100]}
+    elif case == "small_max_iter":
+        params["max_iter"] = 9
+    elif case == "paper":
+        params.update(paper_params(batch_size=64))
+    elif case == "singleton_class":
+        y = y.copy()
+        y[0] = 2
+    clf = GGNScoreClassifier(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y, **fit_params)
+    assert clf.overfitting_watch_ is None
+    ref = clone(clf).set_params(early_stopping=False if case != "true" else True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y, **fit_params)
+    for a, b in zip(_weights(clf), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_partial_fit_and_warm_start_do_not_watch():
+    X, y = _one_hot_noisy()
+    clf = GGNScoreClassifier(random_state=0).partial_fit(X, y, classes=[0, 1])
+    assert clf.overfitting_watch_ is None
+    clf = GGNScoreClassifier(random_state=0, warm_start=True).fit(X, y)
+    first = clf.overfitting_watch_
+    assert first["overfitting"]
+    n_curve = len(clf.loss_curve_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.set_params(max_iter=3).fit(X, y)  # continues: no second watch
+    assert clf.overfitting_watch_ is first
+    assert len(clf.loss_curve_) == n_curve + clf.n_iter_
+
+
+def test_watch_warns_once():
+    # the watch's own fit is internal: the input's advice comes once
+    X, y = _one_hot_noisy()
+    X = X.copy()
+    X[:, 0] *= 500.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GGNScoreClassifier(random_state=0, input_transform=None).fit(X, y)
+    extreme = [w for w in caught if "X has values up to" in str(w.message)]
+    assert len(extreme) == 1
+
+
+def test_interrupted_watch_leaves_estimator_unchanged(monkeypatch):
+    import sklearn_ggn._base as base
+
+    X, y = _one_hot_noisy()
+    clf = GGNScoreClassifier(random_state=0, max_iter=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X[:300], y[:300])
+    before = {k: v for k, v in clf.__dict__.items()}
+    calls = {"n": 0}
+    original = base._Monitor.__call__
+
+    def interrupt(self, record, theta):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, record, theta)
+
+    monkeypatch.setattr(base._Monitor, "__call__", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        clf.fit(X, y)
+    assert set(clf.__dict__) == set(before)
+    for k, v in before.items():
+        assert clf.__dict__[k] is v
+
+
+def test_first_fit_with_warm_start_and_dataframe_input_same_as_plain():
+    # rows are taken by position (a DataFrame's X[idx] would take columns),
+    # and warm_start=True's first fit starts the refit afresh too
+    pd = pytest.importorskip("pandas")
+    X, y = _one_hot_noisy()
+    plain = GGNScoreClassifier(random_state=0).fit(X, y)
+    assert plain.overfitting_watch_["overfitting"]
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])],
+                         index=np.arange(X.shape[0])[::-1] * 7)
+    labels = pd.Series(y, index=frame.index)
+    for est in (GGNScoreClassifier(random_state=0).fit(frame, labels),
+                GGNScoreClassifier(random_state=0, warm_start=True).fit(X, y)):
+        assert est.overfitting_watch_["best_epoch"] == plain.overfitting_watch_["best_epoch"]
+        for a, b in zip(_weights(est), _weights(plain)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_sparse_input_is_watched_and_refit_by_rows():
+    # CSR rows are split by position as dense rows are (the sparse input
+    # map does not center, so its fit is not the dense one)
+    import scipy.sparse as sp
+
+    X, y = _one_hot_noisy()
+    clf = GGNScoreClassifier(random_state=0).fit(sp.csr_matrix(X), y)
+    watch = clf.overfitting_watch_
+    assert watch["overfitting"]
+    tr, va = _split(clf, X, y)
+    watch_fit = GGNScoreClassifier(random_state=0, early_stopping=False,
+                                   max_iter=watch["epochs"])
+    ref = GGNScoreClassifier(random_state=0, early_stopping=False,
+                             max_iter=watch["best_epoch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        watch_fit.fit(sp.csr_matrix(X[np.sort(tr)]), y[np.sort(tr)],
+                      X_val=sp.csr_matrix(X[np.sort(va)]), y_val=y[np.sort(va)])
+        ref.fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(watch_fit.validation_loss_curve_,
+                               watch["validation_loss_curve"])
+    for a, b in zip(_weights(clf), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
