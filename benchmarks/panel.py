@@ -429,7 +429,13 @@ def warm_up(ggn_params):
 
 # ------------------------------------------------------------------- curves
 def curves(task, seed, data, ggn_params):
-    """Test accuracy against training time, GGN-SCORE and MLP (first seed)."""
+    """Test accuracy against training time, GGN-SCORE and MLP (first seed).
+
+    GGN-SCORE's curve is its validation score with the test rows given as
+    ``X_val``, which turns ``early_stopping="auto"``'s watch off: the
+    curve follows the fit on all rows without it (where the watch refits,
+    the default fit is its first ``overfitting_watch_["best_epoch"]``
+    epochs of it, computed on its own held-out rows)."""
     from sklearn.neural_network import MLPClassifier
     from sklearn.preprocessing import StandardScaler
 

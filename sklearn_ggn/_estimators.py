@@ -184,11 +184,12 @@ _SHARED_PARAMETERS = """
     early_stopping : "auto" or bool, default="auto"
         ``"auto"``: an overfitting watch that gives every row back. A fresh
         mini-batch ``fit`` without ``X_val`` holds out
-        ``validation_fraction`` of the rows (at most 2 000, at least 50,
+        ``validation_fraction`` of the rows (at most 500, at least 50,
         stratified for classifiers; with fewer rows, a class of one row or
         full batches there is no watch) for its first 15 epochs (at most
         half of ``max_iter``). When the risk on them stays more than 10 %
-        above its minimum for 3 epochs in a row, the fit overfits: it is
+        above its minimum and more than 1.5 times the training risk for 3
+        epochs in a row, the fit overfits: it is
         refit on all rows for the number of epochs that scored best on the
         held-out rows. Otherwise they join the training rows and the fit
         goes on. What the watch found is in ``overfitting_watch_``.

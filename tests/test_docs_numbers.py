@@ -86,3 +86,20 @@ def test_quickstart_quotes_the_batch_rule():
             '``batch_size="auto"`` trains in full batch') in text
     assert f"mini-batches of {_base._AUTO_STRUCTURED_ROWS} samples" in text
     assert f"at max(τ, {_base._AUTO_TAU_MAX:g})" in text
+
+
+@pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])
+def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
+    text = _parameter_text(cls, "early_stopping")
+    guide = " ".join((DOCS / "user_guide.rst").read_text(encoding="utf-8").split())
+    quoted = [f"at most {_base._WATCH_MAX_ROWS:,}".replace(",", " "),
+              f"at least {_base._WATCH_MIN_ROWS}",
+              f"first {_base._WATCH_EPOCHS} epochs",
+              f"more than {_percent(_base._WATCH_RISE)}",
+              f"more than {_base._WATCH_GAP:g} times the",
+              f"for {_base._WATCH_PATIENCE} epochs in"]
+    for phrase in quoted:
+        assert phrase in text, phrase
+    guide_quoted = quoted[:2] + [f"up to {_base._WATCH_EPOCHS} epochs"] + quoted[3:]
+    for phrase in guide_quoted:
+        assert phrase in guide, phrase
