@@ -123,6 +123,12 @@ def _step_options(curvature, hessian):
             "per_unit" if hessian == "auto" else hessian)
 
 
+def _watches(early_stopping):
+    """Whether ``early_stopping`` asks for the overfitting watch (``"auto"``;
+    a bool, NumPy's included, is early stopping on or off)."""
+    return isinstance(early_stopping, str) and early_stopping == "auto"
+
+
 def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
              selects_tau, incremental=False, early_stopping=False, warn=True):
     """The :class:`FitPlan` of a fit: every "auto" rule in one place.
@@ -688,8 +694,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         snapshot = self.__dict__.copy()
         try:
             watch = None
-            if not incremental and X_val is None and self.early_stopping == "auto":
-                watch = self._watch_split(X, y, classes)
+            if not incremental and X_val is None and _watches(self.early_stopping):
+                watch = self._watch_split(X, y, sample_weight, classes)
             if watch is None:
                 self._fit_transaction(X, y, sample_weight, incremental, classes,
                                       X_val, y_val, sample_weight_val)
@@ -699,7 +705,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                         incremental or self.warm_start):
                     self.overfitting_watch_ = None
                 return self
-            return self._fit_watched(X, y, sample_weight, *watch)
+            return self._fit_watched(*watch)
         except BaseException:
             kept = {k: self.__dict__[k] for k in _CALLBACK_ATTRIBUTES
                     if k in self.__dict__}
@@ -711,12 +717,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self.__dict__.pop("_watch_phase", None)
             self.__dict__.pop("_watch_stopped_at", None)
 
-    def _watch_split(self, X, y, classes):
-        """``(idx_train, idx_val, epochs)`` of ``early_stopping="auto"``'s
+    def _watch_split(self, X, y, sample_weight, classes):
+        """The arguments of :meth:`_fit_watched` for ``early_stopping="auto"``'s
         overfitting watch, or None when this fit has none: a fresh
         mini-batch fit (no warm start continuing, no scikit-learn callbacks,
-        whose context is one fit) with enough rows for the split and every
-        class on both of its sides."""
+        whose context is one fit) with enough rows for the split, every
+        class on both of its sides, some weight on each, and mini-batches on
+        the watch's rows as on all of them."""
         if self.warm_start and hasattr(self, "n_iter_"):
             return None
         if self.__dict__.get("_skl_callbacks"):
@@ -724,43 +731,71 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         epochs = min(_WATCH_EPOCHS, self.max_iter // 2)
         if epochs < _WATCH_PATIENCE + 2:
             return None
-        X, Y = self._validate_input(X, y, reset=True, classes=classes)
-        n_samples = X.shape[0]
+        # (the fit validates X and y again and says what it finds once)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            X_checked, Y = self._validate_input(X, y, reset=True, classes=classes)
+        n_samples = X_checked.shape[0]
         n_val = min(_WATCH_MAX_ROWS, int(np.ceil(self.validation_fraction * n_samples)))
-        if n_val < _WATCH_MIN_ROWS or n_samples - n_val < _WATCH_MIN_ROWS:
+        n_train = n_samples - n_val
+        if n_val < _WATCH_MIN_ROWS or n_train < _WATCH_MIN_ROWS:
             return None
-        if self._plan(n_samples, Y.shape[1], warn=False).full_batch:
+        if (self._plan(n_train, Y.shape[1], warn=False).full_batch
+                or self._plan(n_samples, Y.shape[1], warn=False).full_batch):
             return None
         stratify = None
         if is_classifier(self) and not getattr(self, "_multilabel", False):
             stratify = Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0]
             counts = np.bincount(stratify.astype(np.intp))
             counts = counts[counts > 0]
-            if counts.min() < 2 or n_val < counts.size:
+            if counts.min() < 2 or min(n_val, n_train) < counts.size:
                 return None
-        # (the estimator's random_state: an int gives the same split, initial
-        # weights and shuffles in the watch and in the refit)
+        sample_weight = _check_sample_weight(sample_weight, X_checked,
+                                             dtype=np.float64,
+                                             ensure_non_negative=True)
+        # One seed for the split, the watch and the refit: the refit starts
+        # from the watch's initial weights whatever random_state is (an int
+        # is its own seed, as in the fit without the watch).
+        if isinstance(self.random_state, Integral):
+            seed = int(self.random_state)
+        else:
+            seed = int(check_random_state(self.random_state).randint(
+                np.iinfo(np.int32).max))
         idx_train, idx_val = train_test_split(
             np.arange(n_samples), test_size=n_val,
-            random_state=check_random_state(self.random_state), stratify=stratify)
-        return np.sort(idx_train), np.sort(idx_val), epochs
+            random_state=check_random_state(seed), stratify=stratify)
+        idx_train, idx_val = np.sort(idx_train), np.sort(idx_val)
+        if not (sample_weight[idx_train].sum() > 0
+                and sample_weight[idx_val].sum() > 0):
+            return None
+        # the held-out rows weigh as the fit weighs them (class_weight)
+        class_factor = self._class_sample_weight(Y)
+        val_weight = sample_weight[idx_val] * (
+            1.0 if class_factor is None else class_factor[idx_val])
+        # rows by position: formats without row indexing become CSR
+        if sp.issparse(X) and X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        if sp.issparse(y) and y.format not in ("csr", "csc"):
+            y = y.tocsr()
+        return (X, y, sample_weight, idx_train, idx_val, val_weight, epochs,
+                seed)
 
-    def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, epochs):
+    def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, val_weight,
+                     epochs, seed):
         """The fit of ``early_stopping="auto"``: the watch, then all rows."""
         def rows(a, idx):
             # (rows by position of arrays, sparse matrices, lists and
             # DataFrames alike)
             return None if a is None else _safe_indexing(a, idx)
 
-        self._watch_phase = {"max_iter": epochs, "watch": True}
+        self._watch_phase = {"max_iter": epochs, "watch": True, "seed": seed}
         # the watch's own fit is internal: its warnings (max_iter reached,
         # the input's advice) belong to the fit on all rows, which repeats them
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self._fit_transaction(
-                rows(X, idx_train), rows(y, idx_train), rows(sample_weight, idx_train),
-                False, None, rows(X, idx_val), rows(y, idx_val),
-                rows(sample_weight, idx_val))
+                rows(X, idx_train), rows(y, idx_train), sample_weight[idx_train],
+                False, None, rows(X, idx_val), rows(y, idx_val), val_weight)
         watched = len(self.loss_curve_)
         stopped_at = self.__dict__.get("_watch_stopped_at")
         risks = list(self.history_.get("validation_risk", []))
@@ -772,24 +807,37 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                  "validation_loss_curve": risks, "validation_scores": scores}
         if stopped_at is not None:
             # overfitting: the same fit on all rows, ended at the best epoch
-            self._watch_phase = {"max_iter": best, "refit": True}
+            if self.verbose:
+                print(f"Overfitting watch: the held-out risk rose for "
+                      f"{_WATCH_PATIENCE} epochs; refitting on all rows for the "
+                      f"{best} epochs that scored best on them.")
+            self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs:
             # the watch's fit converged (or diverged) before the watch ended:
             # the ordinary fit on all rows
-            self._watch_phase = {"max_iter": self.max_iter}
+            if self.verbose:
+                print("Overfitting watch: the fit ended before the watch did; "
+                      "fitting on all rows.")
+            self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         else:
             # no overfitting: the held-out rows join, the fit goes on. The
             # objective over all rows is another function than the split's:
             # the epochs after are not judged against the watch's (its best
-            # and last epoch objective; the first epoch's stays the scale)
+            # and last epoch objective, its stalled epochs; the first
+            # epoch's stays the scale)
+            if self.verbose:
+                print(f"Overfitting watch: no overfitting in {watched} epochs; "
+                      "the held-out rows join the training rows.")
             state = self._solver_state
             state.best_objective = np.inf
-            if getattr(state.damping, "last_epoch_objective", None) is not None:
-                state.damping.last_epoch_objective = None
+            damping = state.damping
+            if getattr(damping, "last_epoch_objective", None) is not None:
+                damping.last_epoch_objective = None
+                damping.stalls = 0
             self._watch_phase = {"max_iter": self.max_iter - watched,
-                                 "continue": True}
+                                 "continue": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
             self.n_iter_ = len(self.loss_curve_)
             for key in ("validation_risk", "validation_score"):
@@ -825,7 +873,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if incremental and hasattr(self, "_rng"):
             rng = copy.deepcopy(self._rng)
         else:
-            rng = check_random_state(self.random_state)
+            phase = self.__dict__.get("_watch_phase") or {}
+            rng = check_random_state(phase.get("seed", self.random_state))
         network = self._network(X.shape[1], Y.shape[1])
         phase = self.__dict__.get("_watch_phase")
         # (the fits of early_stopping="auto" start afresh, but for the one
@@ -848,7 +897,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 
         # Validation data: given (as in HistGradientBoosting), or with early
         # stopping a held-out split (stratified for classifiers).
-        early_stopping = self.early_stopping is True and not incremental
+        early_stopping = (not _watches(self.early_stopping)
+                          and bool(self.early_stopping) and not incremental)
         validation = None
         validation_labels = None  # y of the validation rows, as given
         if X_val is not None:
@@ -989,7 +1039,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         self._report(result, incremental)
         # (diverging already warns with its advice; reaching max_iter says
         # nothing of the cause of a constant prediction, e.g. a huge tau)
-        if not records.continued and result.status != "diverged":
+        if ((not records.continued or (phase or {}).get("continue"))
+                and result.status != "diverged"):
             self._check_learned(problem, result, unscaled, x_max, penalty0,
                                 theta0, theta)
         return self
@@ -1479,7 +1530,7 @@ class _Monitor:
                 estimator=self.estimator, **self.task,
                 reconstruction_attributes=self._reconstruction(theta))
         if self.estimator.verbose and result.status != "max_iter":
-            if result.status == "stopped" and self.early_stopping is True:
+            if result.status == "stopped" and self.early_stopping:
                 tol, n = self.estimator.tol, self.estimator.n_iter_no_change
                 reason = (f"the validation score did not improve by more than "
                           f"tol={tol} for {n} consecutive iterations")

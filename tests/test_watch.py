@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, paper_params
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, paper_params
 
 
 def _one_hot_noisy(n=800, n_features=8, levels=10, flip=0.25, seed=0):
@@ -42,7 +42,8 @@ def _smooth_regression(n=1500, seed=0):
 
 def _split(estimator, X, y):
     """The watch's split, as the estimator draws it."""
-    n_val = min(2000, int(np.ceil(estimator.validation_fraction * X.shape[0])))
+    n_val = min(_base._WATCH_MAX_ROWS,
+                int(np.ceil(estimator.validation_fraction * X.shape[0])))
     stratify = y if isinstance(estimator, GGNScoreClassifier) else None
     return train_test_split(np.arange(X.shape[0]), test_size=n_val,
                             random_state=check_random_state(estimator.random_state),
@@ -122,6 +123,7 @@ def test_no_overfitting_continues_on_all_rows():
     # does not judge its epochs against the watch's best and last ones)
     ref._solver_state.best_objective = np.inf
     ref._solver_state.damping.last_epoch_objective = None
+    ref._solver_state.damping.stalls = 0
     ref.set_params(warm_start=True, max_iter=100 - 15)
     ref.fit(X, y)
     for a, b in zip(_weights(reg), _weights(ref)):
@@ -263,3 +265,112 @@ def test_sparse_input_is_watched_and_refit_by_rows():
                                watch["validation_loss_curve"])
     for a, b in zip(_weights(clf), _weights(ref)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_numpy_booleans_are_early_stopping_on_and_off():
+    X, y = _one_hot_noisy()
+    for flag in (True, False):
+        ref = GGNScoreClassifier(random_state=0, early_stopping=flag).fit(X, y)
+        est = GGNScoreClassifier(random_state=0, early_stopping=np.bool_(flag)).fit(X, y)
+        assert est.overfitting_watch_ is None
+        assert (est.validation_scores_ is None) == (not flag)
+        for a, b in zip(_weights(est), _weights(ref)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fmt", ["coo", "dia", "bsr", "lil"])
+def test_every_sparse_format_is_watched_as_csr(fmt):
+    import scipy.sparse as sp
+
+    X, y = _one_hot_noisy()
+    ref = GGNScoreClassifier(random_state=0).fit(sp.csr_matrix(X), y)
+    est = GGNScoreClassifier(random_state=0).fit(sp.csr_matrix(X).asformat(fmt), y)
+    assert est.overfitting_watch_["epochs"] == ref.overfitting_watch_["epochs"]
+    for a, b in zip(_weights(est), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sample_weight_is_checked_before_the_split():
+    X, y = _one_hot_noisy()
+    with pytest.raises(ValueError, match="sample_weight.shape"):
+        GGNScoreClassifier(random_state=0).fit(X, y, sample_weight=np.ones(700))
+    # a scalar weight is every row's, as without the watch
+    a = GGNScoreClassifier(random_state=0).fit(X, y, sample_weight=2.0)
+    b = GGNScoreClassifier(random_state=0).fit(X, y)
+    assert a.overfitting_watch_["best_epoch"] == b.overfitting_watch_["best_epoch"]
+
+
+def test_no_watch_without_weight_on_either_side_or_rows_for_every_class():
+    X, y = _one_hot_noisy(n=1000)
+    clf = GGNScoreClassifier(random_state=0)
+    tr, va = _split(clf, X, y)
+    weight = np.zeros(len(y))
+    weight[tr[:300]] = 1.0  # the held-out rows weigh nothing
+    est = clf.fit(X, y, sample_weight=weight)
+    assert est.overfitting_watch_ is None
+    rng = np.random.RandomState(0)
+    Xm, ym = rng.normal(size=(550, 5)), np.repeat(np.arange(110), 5)
+    est = GGNScoreClassifier(validation_fraction=0.9, max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(Xm, ym)  # 55 rows left to train on, 110 classes: no watch
+    assert est.overfitting_watch_ is None
+
+
+def test_watch_and_fit_on_all_rows_both_take_mini_batches():
+    # 560 rows take mini-batches, the watch's 504 would take a full batch
+    # (another τ, a line search): no watch then
+    X, y = _one_hot_noisy(n=560, seed=3)
+    clf = GGNScoreClassifier(random_state=0).fit(X, y)
+    assert clf.overfitting_watch_ is None
+    assert clf.batch_size_ == 128
+
+
+def test_class_weight_weighs_the_held_out_rows():
+    X, y = _one_hot_noisy()
+    y = (np.arange(len(y)) % 6 == 0).astype(int)  # classes of 134 and 666 rows
+    clf = GGNScoreClassifier(random_state=0, class_weight="balanced").fit(X, y)
+    watch = clf.overfitting_watch_
+    tr, va = _split(clf, X, y)
+    tr, va = np.sort(tr), np.sort(va)
+    counts = np.bincount(y)
+    factor = len(y) / (2 * counts)
+    ref = GGNScoreClassifier(random_state=0, class_weight="balanced",
+                             early_stopping=False, max_iter=watch["epochs"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X[tr], y[tr], X_val=X[va], y_val=y[va],
+                sample_weight_val=factor[y[va]])
+    np.testing.assert_allclose(ref.validation_loss_curve_,
+                               watch["validation_loss_curve"])
+
+
+def test_a_random_state_instance_fits_as_the_seed_it_draws():
+    # one seed for the split, the watch and the refit: the refit starts from
+    # the watch's initial weights whatever random_state is
+    X, y = _one_hot_noisy()
+    seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
+    est = GGNScoreClassifier(random_state=np.random.RandomState(7)).fit(X, y)
+    ref = GGNScoreClassifier(random_state=int(seed)).fit(X, y)
+    assert est.overfitting_watch_["overfitting"]
+    assert est.overfitting_watch_["best_epoch"] == ref.overfitting_watch_["best_epoch"]
+    for a, b in zip(_weights(est), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_fit_that_does_not_learn_still_says_so():
+    X, y = _smooth_regression()
+    labels = (y > np.median(y)).astype(int)
+    with pytest.warns(ConvergenceWarning, match="did not learn"):
+        clf = GGNScoreClassifier(tau=30.0, random_state=0).fit(X, labels)
+    assert clf.overfitting_watch_ is not None
+
+
+def test_conversion_warning_once():
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = _one_hot_noisy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        GGNScoreClassifier(random_state=0).fit(X, y.reshape(-1, 1))
+    assert sum(issubclass(w.category, DataConversionWarning) for w in caught) == 1
