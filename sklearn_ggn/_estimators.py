@@ -188,11 +188,12 @@ _SHARED_PARAMETERS = """
         stratified for classifiers) for its first 15 epochs (at most half
         of ``max_iter``; below 10 there is no watch, nor with fewer rows to
         hold out or to train on, a class of one row, more classes than rows
-        on a side of the split, a side without weight, or full batches). When the risk on them stays more than 10 %
-        above its minimum and more than 1.5 times the training risk for 3
-        epochs in a row, the fit overfits: it is
-        refit on all rows, from the same initial weights, for the number of
-        epochs that scored best on the held-out rows. Otherwise they join
+        on a side of the split, a side without weight, or full batches).
+        When the risk on them stays more than 10 % above its minimum (7 %
+        for the squared error) and more than 1.5 times the training risk
+        for 3 epochs in a row, the fit overfits: it is refit on all rows,
+        from the same initial weights, for the number of epochs that scored
+        best on the held-out rows. Otherwise they join
         the training rows and the fit goes on (its input statistics are
         those of the watched rows). What the watch found is in
         ``overfitting_watch_``.

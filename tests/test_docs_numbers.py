@@ -96,6 +96,7 @@ def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
               f"at least {_base._WATCH_MIN_ROWS}",
               f"first {_base._WATCH_EPOCHS} epochs",
               f"more than {_percent(_base._WATCH_RISE)}",
+              f"({_percent(_base._WATCH_RISE_SQUARED)}",
               f"more than {_base._WATCH_GAP:g} times the",
               f"for {_base._WATCH_PATIENCE} epochs in"]
     for phrase in quoted:

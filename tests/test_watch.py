@@ -374,3 +374,29 @@ def test_conversion_warning_once():
         warnings.simplefilter("always")
         GGNScoreClassifier(random_state=0).fit(X, y.reshape(-1, 1))
     assert sum(issubclass(w.category, DataConversionWarning) for w in caught) == 1
+
+
+def test_squared_error_rule_and_refit():
+    # the squared error's risk rises slowly: its rule asks 7 %, not 10 %
+    from sklearn.datasets import make_regression
+
+    # (a case of benchmarks/watch_check.py that 10 % would let run on)
+    X, y = make_regression(n_samples=4000, n_features=40, n_informative=8,
+                           noise=30.0, random_state=3)
+    X, y = X[:2000], y[:2000]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = (y - y.mean()) / y.std()
+    reg = GGNScoreRegressor(random_state=3).fit(X, y)
+    watch = reg.overfitting_watch_
+    assert watch["overfitting"]
+    risks = np.array(watch["validation_loss_curve"])
+    above = risks > (1 + _base._WATCH_RISE_SQUARED) * np.minimum.accumulate(risks)
+    assert above[-3:].all()
+    assert not any(above[i:i + 3].all() for i in range(len(above) - 3))
+    ref = GGNScoreRegressor(random_state=3, early_stopping=False,
+                            max_iter=watch["best_epoch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    for a, b in zip(_weights(reg), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
