@@ -1540,6 +1540,9 @@ class _Monitor:
                 tol, n = self.estimator.tol, self.estimator.n_iter_no_change
                 reason = (f"the validation score did not improve by more than "
                           f"tol={tol} for {n} consecutive iterations")
+            elif result.status == "stopped" and self.watch_above >= _WATCH_PATIENCE:
+                reason = (f"the held-out risk of the overfitting watch stayed "
+                          f"above its minimum for {_WATCH_PATIENCE} epochs")
             else:
                 reason = result.reason
             print(f"Stopping: {reason}.")

@@ -400,3 +400,15 @@ def test_squared_error_rule_and_refit():
         ref.fit(X, y)
     for a, b in zip(_weights(reg), _weights(ref)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_verbose_says_what_the_watch_decided(capsys):
+    X, y = _one_hot_noisy()
+    GGNScoreClassifier(random_state=0, verbose=True).fit(X, y)
+    out = capsys.readouterr().out
+    assert "Stopping: the held-out risk of the overfitting watch" in out
+    assert "Overfitting watch: the held-out risk rose for 3 epochs" in out
+    assert "the callback asked to stop" not in out
+    Xr, yr = _smooth_regression()
+    GGNScoreRegressor(random_state=0, verbose=True).fit(Xr, yr)
+    assert "the held-out rows join the training rows" in capsys.readouterr().out
