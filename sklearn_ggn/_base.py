@@ -705,9 +705,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                                       X_val, y_val, sample_weight_val)
                 # (a warm start or partial_fit continuing keeps what the
                 # first fit's watch found)
-                if not self.__dict__.get("overfitting_watch_") or not (
-                        incremental or self.warm_start):
-                    self.overfitting_watch_ = None
+                continues = incremental or self.warm_start
+                self.overfitting_watch_ = (
+                    self.__dict__.get("overfitting_watch_") if continues else None)
                 return self
             return self._fit_watched(*watch)
         except BaseException:
@@ -826,20 +826,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         else:
-            # no overfitting: the held-out rows join, the fit goes on. The
-            # objective over all rows is another function than the split's:
-            # the epochs after are not judged against the watch's (its best
-            # and last epoch objective, its stalled epochs; the first
-            # epoch's stays the scale)
+            # no overfitting: the held-out rows join, the fit goes on, on
+            # the objective over all rows
             if self.verbose:
                 print(f"Overfitting watch: no overfitting in {watched} epochs; "
                       "the held-out rows join the training rows.")
-            state = self._solver_state
-            state.best_objective = np.inf
-            damping = state.damping
-            if getattr(damping, "last_epoch_objective", None) is not None:
-                damping.last_epoch_objective = None
-                damping.stalls = 0
+            self._solver_state.new_objective()
             self._watch_phase = {"max_iter": self.max_iter - watched,
                                  "continue": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
@@ -874,15 +866,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
 
         # The generator is copied, not advanced in place, so that a failed
         # partial_fit leaves the estimator's stream where it was.
+        # a fit of early_stopping="auto" (its phases start afresh from the
+        # watch's seed, but for the one that continues the watch's fit)
+        phase = self.__dict__.get("_watch_phase")
         if incremental and hasattr(self, "_rng"):
             rng = copy.deepcopy(self._rng)
         else:
-            phase = self.__dict__.get("_watch_phase") or {}
-            rng = check_random_state(phase.get("seed", self.random_state))
+            rng = check_random_state(self.random_state if phase is None
+                                     else phase["seed"])
         network = self._network(X.shape[1], Y.shape[1])
-        phase = self.__dict__.get("_watch_phase")
-        # (the fits of early_stopping="auto" start afresh, but for the one
-        # that continues the watch's)
         reuse = (self.warm_start or (incremental and not first_call)
                  if phase is None else phase.get("continue", False))
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
@@ -1043,7 +1035,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         self._report(result, incremental)
         # (diverging already warns with its advice; reaching max_iter says
         # nothing of the cause of a constant prediction, e.g. a huge tau)
-        if ((not records.continued or (phase or {}).get("continue"))
+        if ((not records.continued or (phase or {}).get("continue", False))
                 and result.status != "diverged"):
             self._check_learned(problem, result, unscaled, x_max, penalty0,
                                 theta0, theta)
@@ -1437,6 +1429,8 @@ class _Monitor:
         self.no_improvement = 0
         # early_stopping="auto": the watch's overfitting rule
         self.watch = (estimator.__dict__.get("_watch_phase") or {}).get("watch", False)
+        self.watch_rise = (_WATCH_RISE_SQUARED if estimator.loss == "squared_error"
+                           else _WATCH_RISE)
         self.watch_best = np.inf
         self.watch_above = 0
         self.validation = None
@@ -1490,9 +1484,7 @@ class _Monitor:
             # risen above its minimum, and far above the training risk: a
             # rise of a held-out risk that the training risk keeps up with
             # is the noise of the early epochs of large data, not memorizing
-            rise = (_WATCH_RISE_SQUARED if self.estimator.loss == "squared_error"
-                    else _WATCH_RISE)
-            overfits = (risk > (1 + rise) * self.watch_best
+            overfits = (risk > (1 + self.watch_rise) * self.watch_best
                         and risk > _WATCH_GAP * record["risk"])
             self.watch_above = self.watch_above + 1 if overfits else 0
             if self.watch_above >= _WATCH_PATIENCE:
@@ -1540,7 +1532,7 @@ class _Monitor:
                 tol, n = self.estimator.tol, self.estimator.n_iter_no_change
                 reason = (f"the validation score did not improve by more than "
                           f"tol={tol} for {n} consecutive iterations")
-            elif result.status == "stopped" and self.watch_above >= _WATCH_PATIENCE:
+            elif "_watch_stopped_at" in self.estimator.__dict__:
                 reason = (f"the held-out risk of the overfitting watch stayed "
                           f"above its minimum for {_WATCH_PATIENCE} epochs")
             else:

@@ -185,7 +185,6 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
                                curvature="exact", hessian="diagonal")
     D = np.array(lin.D, dtype=np.float64)
     A = _dense(lin.factor)  # (b, K, K): J̃_k = A_kᵀ J_k
-    K = network.n_outputs
     last = structure == "last_layer"
     first = network.n_hidden_params if last else 0
     if structure == "dual":

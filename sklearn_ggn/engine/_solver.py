@@ -122,6 +122,16 @@ class SolverState:
     n_steps: int = 0
     damping: object = None
 
+    def new_objective(self):
+        """Go on with another objective (more rows): its epochs are not
+        judged against the ones before (the best objective here, the
+        damping's last epoch and stalled epochs; divergence stays judged
+        against the first objective, the stall rule's scale its first
+        epoch)."""
+        self.best_objective = np.inf
+        if hasattr(self.damping, "new_objective"):
+            self.damping.new_objective()
+
 
 @dataclass
 class SolverResult:

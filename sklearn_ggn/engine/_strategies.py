@@ -266,6 +266,13 @@ class AdaptiveDamping:
         """True after ``patience`` stalled epochs in a row."""
         return self.stalls >= self.patience
 
+    def new_objective(self):
+        """Forget the last epoch's objective and the stalled epochs: the next
+        epochs minimize another objective (λ, its floor and the first
+        epoch's objective, the thresholds' scale, are kept)."""
+        self.last_epoch_objective = None
+        self.stalls = 0
+
 
 # The adaptive damping of the structured step (see resolve_damping and
 # docs/defaults.rst for the measurements behind each value).
