@@ -146,8 +146,8 @@ def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
       ``partial_fit`` streams chunks of a larger set: always the mini-batches.
     * A full-batch fit of up to ``_AUTO_FULL_BATCH_ROWS`` rows computes in
       float64 (its solves to convergence amplify float32 rounding).
-    * ``tau="auto"`` (and ``"evidence"``): ``_AUTO_TAU_MINI_BATCH`` on
-      mini-batches, else ``10 / Σw`` (capped), refined by GCV (or the
+    * ``tau="auto"`` (and ``"evidence"``): ``max(_AUTO_TAU_MINI_BATCH,
+      1 / Σw)`` on mini-batches (the floor alone in ``partial_fit``), else ``10 / Σw`` (capped), refined by GCV (or the
       evidence) where ``selects_tau``.
     * ``line_search="auto"``: in full batch, and on the exact step's
       mini-batches; not on the structured step's (the adaptive damping's
@@ -210,13 +210,28 @@ _AUTO_TAU_SAMPLES = 10.0
 # underfits (τ = 0.17: train R² 0.22, CV R² 0.12; τ = 0.01: 0.97 / 0.92),
 # while the study's sets keep their margins at 0.01.
 _AUTO_TAU_MAX = 1e-2
-# ... in full batch. Mini-batch fits and partial_fit keep τ = 1e-4: the
-# batches' noise and the adaptive damping's stall rule already regularize, and
-# 10/n cost accuracy there (letter 0.937 against 0.951, friedman1 with 3 000
-# rows R² 0.937 against 0.951; a 5-class noisy set gained, 0.738 against
-# 0.712, still both above the MLP); it also keeps τ independent of the chunk
-# size of a stream.
+# ... in full batch. Mini-batch fits and partial_fit have the floor τ = 1e-4:
+# the batches' noise and the adaptive damping's stall rule already
+# regularize, and 10/n cost accuracy there (letter 0.937 against 0.951,
+# friedman1 with 3 000 rows R² 0.937 against 0.951; a 5-class noisy set
+# gained, 0.738 against 0.712, still both above the MLP); partial_fit keeps
+# τ independent of the chunk size of a stream.
 _AUTO_TAU_MINI_BATCH = 1e-4
+# ... with this many samples' loss above that floor (τ = max(1e-4, c / n_samples)) in a
+# mini-batch fit (not partial_fit, whose chunks are not the data set): on 20
+# public real tables no default was chosen on (benchmarks/realdata.py) the
+# 14 of 512-10 000 rows missed the MLP on some seed on 8 tasks with 1e-4 and
+# on 4 with c = 1 (c = 3: 5, c = 10: 6, costing clean tasks up to 0.03);
+# from 10 000 rows on it is 1e-4 as before.
+_AUTO_TAU_MINI_BATCH_SAMPLES = 1.0
+
+
+def _mini_batch_tau(rows_weight):
+    """τ of ``tau="auto"`` in a mini-batch fit: ``max(1e-4, 1/n)``, samples
+    counted as frequency weights."""
+    return max(_AUTO_TAU_MINI_BATCH, _AUTO_TAU_MINI_BATCH_SAMPLES / rows_weight)
+
+
 # Full-batch regression with the squared error: τ minimizing the generalized
 # cross-validation of the problem linearized at the initial weights (ridge on
 # θ, see _tau.py), on a grid 1e-6..1 (issue 18 study: within 0.008 of the best
@@ -792,7 +807,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # DataFrames alike)
             return None if a is None else _safe_indexing(a, idx)
 
-        self._watch_phase = {"max_iter": epochs, "watch": True, "seed": seed}
+        rows_weight = float(np.sum(sample_weight))
+        self._watch_phase = {"max_iter": epochs, "watch": True, "seed": seed,
+                             "rows_weight": rows_weight}
         # the watch's own fit is internal: its warnings (max_iter reached,
         # the input's advice) belong to the fit on all rows, which repeats them
         with warnings.catch_warnings():
@@ -858,6 +875,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # class weights multiply the sample weights, before the split and the
         # normalization (as compute_sample_weight's weights passed as
         # sample_weight would)
+        # the rows' count for tau="auto" on mini-batches (weights as
+        # frequencies; the watch's phases count all rows of the fit)
+        phase = self.__dict__.get("_watch_phase")
+        rows_weight = (phase["rows_weight"] if phase and "rows_weight" in phase
+                       else float(np.sum(sample_weight)))
         class_factor = self._class_sample_weight(Y)
         if class_factor is not None:
             sample_weight = sample_weight * class_factor
@@ -868,7 +890,6 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # partial_fit leaves the estimator's stream where it was.
         # a fit of early_stopping="auto" (its phases start afresh from the
         # watch's seed, but for the one that continues the watch's fit)
-        phase = self.__dict__.get("_watch_phase")
         if incremental and hasattr(self, "_rng"):
             rng = copy.deepcopy(self._rng)
         else:
@@ -989,7 +1010,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if plan.tau_rule == "given":
             tau = float(self.tau)
         elif plan.tau_rule == "mini_batch":
-            tau = _AUTO_TAU_MINI_BATCH
+            tau = (_AUTO_TAU_MINI_BATCH if incremental else
+                   _mini_batch_tau(rows_weight))
         else:
             tau = _rule_tau(sample_weight)
             if plan.tau_rule == "select":

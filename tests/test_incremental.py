@@ -44,9 +44,10 @@ def test_incremental_on_a_cluster_is_one_fit_with_fixed_damping(client):
     of ``fit(shuffle=False)``."""
     X, y, _, _ = data()
     # (input_transform=None: partial_fit takes its input statistics from the
-    # first chunk, fit from all rows)
+    # first chunk, fit from all rows; tau given: tau="auto" is 1e-4 in
+    # partial_fit, 1/n in a mini-batch fit)
     params = dict(n_hidden=32, batch_size=32, shuffle=False, damping=1.0,
-                  random_state=0, input_transform=None)
+                  random_state=0, input_transform=None, tau=1e-4)
     with threadpool_limits(limits=1, user_api="blas"):  # as on the workers
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)

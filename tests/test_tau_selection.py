@@ -148,9 +148,37 @@ def test_rule_elsewhere():
     X = rng.standard_normal((200, 3))
     y = X[:, 0] + 0.1 * rng.standard_normal(200)
     mini = _fit(GGNScoreRegressor(n_hidden=8, batch_size=32, max_iter=2), X, y)
-    assert mini.tau_ == 1e-4 and mini.tau_path_ is None
+    assert mini.tau_ == 1 / 200 and mini.tau_path_ is None
     clf = _fit(GGNScoreClassifier(n_hidden=8, max_iter=2), X, y > 0)
     assert clf.tau_ == min(0.01, 10 / 200) and clf.tau_path_ is None
+
+
+def test_mini_batch_rule_counts_rows_as_frequencies():
+    # mini-batch fits: τ = max(1e-4, 1/n), one sample's loss; the sum of
+    # the weights is n (a row of weight 2 counts twice, weight 0 not at all)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(n_hidden=4, batch_size=64, max_iter=1)
+    w = np.where(np.arange(300) < 100, 2.0, 1.0)
+    w[-50:] = 0.0
+    assert _fit(GGNScoreClassifier(**kw), X, y).tau_ == 1 / 300
+    assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=w).tau_ == 1 / 350
+    # class weights re-weigh the classes, not the count of rows
+    assert _fit(GGNScoreClassifier(class_weight={0: 5.0, 1: 1.0}, **kw),
+                X, y).tau_ == 1 / 300
+    # from 10 000 rows on the floor 1e-4
+    X = rng.standard_normal((12_000, 2))
+    big = _fit(GGNScoreRegressor(n_hidden=2, max_iter=1), X, X[:, 0])
+    assert big.batch_size_ < 12_000 and big.tau_ == 1e-4
+
+
+def test_partial_fit_keeps_the_floor():
+    # a chunk of a stream is not the data set: its size does not set τ
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    clf = GGNScoreClassifier(n_hidden=4).partial_fit(X, X[:, 0] > 0, classes=[0, 1])
+    assert clf.tau_ == 1e-4
 
 
 def test_integer_weights_give_the_curve_of_repeated_rows():
