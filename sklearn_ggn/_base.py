@@ -147,8 +147,9 @@ def plan_fit(params, n_samples, n_outputs, *, structure, full_batch_rows,
     * A full-batch fit of up to ``_AUTO_FULL_BATCH_ROWS`` rows computes in
       float64 (its solves to convergence amplify float32 rounding).
     * ``tau="auto"`` (and ``"evidence"``): ``max(_AUTO_TAU_MINI_BATCH,
-      1 / Σw)`` on mini-batches (the floor alone in ``partial_fit``), else ``10 / Σw`` (capped), refined by GCV (or the
-      evidence) where ``selects_tau``.
+      1 / Σw)`` on mini-batches (the floor alone in ``partial_fit``), else
+      ``10 / Σw`` (capped), refined by GCV (or the evidence) where
+      ``selects_tau``.
     * ``line_search="auto"``: in full batch, and on the exact step's
       mini-batches; not on the structured step's (the adaptive damping's
       test on the next batch guards them).
@@ -217,12 +218,12 @@ _AUTO_TAU_MAX = 1e-2
 # gained, 0.738 against 0.712, still both above the MLP); partial_fit keeps
 # τ independent of the chunk size of a stream.
 _AUTO_TAU_MINI_BATCH = 1e-4
-# ... with this many samples' loss above that floor (τ = max(1e-4, c / n_samples)) in a
-# mini-batch fit (not partial_fit, whose chunks are not the data set): on 20
-# public real tables no default was chosen on (benchmarks/realdata.py) the
-# 14 of 512-10 000 rows missed the MLP on some seed on 8 tasks with 1e-4 and
-# on 4 with c = 1 (c = 3: 5, c = 10: 6, costing clean tasks up to 0.03);
-# from 10 000 rows on it is 1e-4 as before.
+# ... raised to this many samples' loss, τ = max(1e-4, c / n), in a
+# mini-batch fit (not partial_fit: a chunk is not the data set). On the 14
+# public real tables of fewer than 10 000 rows of benchmarks/realdata.py
+# (seeds 0-2) 8 missed the MLP on some seed with 1e-4 alone, 4 with c = 1
+# (c = 3: 5, c = 10: 6, costing clean tables up to 0.03); on all 20, 9 → 5;
+# the panel's geometric-mean time 0.50 → 0.57 (docs/defaults.rst, "0.9.0").
 _AUTO_TAU_MINI_BATCH_SAMPLES = 1.0
 
 

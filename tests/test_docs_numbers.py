@@ -104,3 +104,15 @@ def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
     guide_quoted = quoted[:2] + [f"up to {_base._WATCH_EPOCHS} epochs"] + quoted[3:]
     for phrase in guide_quoted:
         assert phrase in guide, phrase
+
+
+@pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])
+def test_tau_docstring_and_guide_quote_the_mini_batch_rule(cls):
+    floor, c = _base._AUTO_TAU_MINI_BATCH, _base._AUTO_TAU_MINI_BATCH_SAMPLES
+    text = _parameter_text(cls, "tau")
+    assert floor == 1e-4  # (written 1e-4 in the text)
+    assert f"``max(1e-4, {c:g} / n_samples)`` for mini-batch" in text
+    assert f"from {round(c / floor):,} rows on 1e-4".replace(",", " ") in text
+    assert "1e-4 for ``partial_fit``" in text
+    guide = " ".join((DOCS / "user_guide.rst").read_text().split())
+    assert f":math:`\\tau = \\max(10^{{-4}}, {c:g}/n)`" in guide
