@@ -229,8 +229,10 @@ _AUTO_TAU_MINI_BATCH_SAMPLES = 1.0
 
 def _mini_batch_tau(rows_weight):
     """τ of ``tau="auto"`` in a mini-batch fit: ``max(1e-4, 1/n)``, samples
-    counted as frequency weights."""
-    return max(_AUTO_TAU_MINI_BATCH, _AUTO_TAU_MINI_BATCH_SAMPLES / rows_weight)
+    counted as frequency weights, capped as the full-batch rule is (weights
+    that sum to less than 100 rows, e.g. normalized to one, take 0.01)."""
+    return min(_AUTO_TAU_MAX, max(_AUTO_TAU_MINI_BATCH,
+                                  _AUTO_TAU_MINI_BATCH_SAMPLES / rows_weight))
 
 
 # Full-batch regression with the squared error: τ minimizing the generalized
@@ -788,6 +790,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if not (sample_weight[idx_train].sum() > 0
                 and sample_weight[idx_val].sum() > 0):
             return None
+        # the count of rows for tau="auto", summed as the fit of all rows
+        # sums it (weights in X's dtype), for every phase of the watch
+        rows_weight = float(np.sum(sample_weight.astype(X_checked.dtype)
+                                   .astype(np.float64)))
         # the held-out rows weigh as the fit weighs them (class_weight)
         class_factor = self._class_sample_weight(Y)
         val_weight = sample_weight[idx_val] * (
@@ -798,17 +804,16 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if sp.issparse(y) and y.format not in ("csr", "csc"):
             y = y.tocsr()
         return (X, y, sample_weight, idx_train, idx_val, val_weight, epochs,
-                seed)
+                seed, rows_weight)
 
     def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, val_weight,
-                     epochs, seed):
+                     epochs, seed, rows_weight):
         """The fit of ``early_stopping="auto"``: the watch, then all rows."""
         def rows(a, idx):
             # (rows by position of arrays, sparse matrices, lists and
             # DataFrames alike)
             return None if a is None else _safe_indexing(a, idx)
 
-        rows_weight = float(np.sum(sample_weight))
         self._watch_phase = {"max_iter": epochs, "watch": True, "seed": seed,
                              "rows_weight": rows_weight}
         # the watch's own fit is internal: its warnings (max_iter reached,
@@ -833,7 +838,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 print(f"Overfitting watch: the held-out risk rose for "
                       f"{_WATCH_PATIENCE} epochs; refitting on all rows for the "
                       f"{best} epochs that scored best on them.")
-            self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
+            self._watch_phase = {"max_iter": best, "refit": True, "seed": seed,
+                                 "rows_weight": rows_weight}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs:
             # the watch's fit converged (or diverged) before the watch ended:
@@ -841,7 +847,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if self.verbose:
                 print("Overfitting watch: the fit ended before the watch did; "
                       "fitting on all rows.")
-            self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
+            self._watch_phase = {"max_iter": self.max_iter, "seed": seed,
+                                 "rows_weight": rows_weight}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         else:
             # no overfitting: the held-out rows join, the fit goes on, on
@@ -851,7 +858,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                       "the held-out rows join the training rows.")
             self._solver_state.new_objective()
             self._watch_phase = {"max_iter": self.max_iter - watched,
-                                 "continue": True, "seed": seed}
+                                 "continue": True, "seed": seed,
+                                 "rows_weight": rows_weight}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
             self.n_iter_ = len(self.loss_curve_)
             for key in ("validation_risk", "validation_score"):
@@ -1034,6 +1042,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                            inputs)
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
+        if state is not None and getattr(self, "tau_", tau) != tau:
+            # another τ is another objective (tau="auto" after partial_fit's
+            # 1e-4, or on other rows): its epochs are not judged against the
+            # best and last ones of the earlier objective
+            state.new_objective()
         result = solver.solve(problem, theta0, rng, monitor, state,
                               time_offset=records.elapsed)
         theta = monitor.best_theta if early_stopping else result.theta
@@ -1304,7 +1317,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                       f"prediction, so the penalty, not the data, drives the "
                       f"fit (step sizes α ≤ {max(steps):.2g}, weights at "
                       f"{shrink:.2g} of their initial norm). Use a smaller tau "
-                      f"(tau='auto', or search np.logspace(-5, -1, 5)).")
+                      + ("(search np.logspace(-5, -1, 5); tau='auto' weighs "
+                         "sample_weight as repeated rows, so weights that sum "
+                         "to few rows give a heavy penalty)."
+                         if self.tau in ("auto", "evidence") else
+                         "(tau='auto', or search np.logspace(-5, -1, 5))."))
         elif unscaled is not None or x_max > 10:
             reason = unscaled or f"their values reach {x_max:.3g}"
             advice = (f"The features are not standardized ({reason}): scale "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base
 from sklearn_ggn._tau import TAU_GRID, linearized_gram, select_tau, smoother_criteria
 from sklearn_ggn.engine import LOSSES, REGULARIZERS, Problem, TwoLayerNetwork
 
@@ -197,3 +197,67 @@ def test_integer_weights_give_the_curve_of_repeated_rows():
     assert tau_w == tau_r
     np.testing.assert_allclose(path_w["gcv"], path_r["gcv"], rtol=1e-8)
     np.testing.assert_allclose(path_w["dof"], path_r["dof"], rtol=1e-8)
+
+
+def test_mini_batch_rule_is_capped_and_weights_scale_it():
+    # weights count as repeated rows: a scalar 0.5 halves the count; weights
+    # normalized to one would give τ = 1 — capped at the full-batch cap
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(n_hidden=4, batch_size=64, max_iter=1)
+    assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=0.5).tau_ == 1 / 150
+    normalized = _fit(GGNScoreClassifier(**kw), X, y,
+                      sample_weight=np.full(300, 1 / 300))
+    assert normalized.tau_ == _base._AUTO_TAU_MAX == 0.01
+
+
+def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
+    # partial_fit's τ is 1e-4, a fit's 1/n: a warm start after partial_fit
+    # minimizes another objective, whose epochs must not be judged against
+    # the best one of the first (it stopped after 11 of 60 epochs while
+    # still improving)
+    from sklearn_ggn.engine import SolverState
+
+    calls = []
+    original = SolverState.new_objective
+    monkeypatch.setattr(SolverState, "new_objective",
+                        lambda self: calls.append(1) or original(self))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 6))
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(400) > 0).astype(int)
+    for tau, resets in (("auto", 1), (1e-4, 0)):
+        calls.clear()
+        clf = GGNScoreClassifier(n_hidden=32, batch_size=64, random_state=0,
+                                 tau=tau)
+        for _ in range(30):
+            clf.partial_fit(X, y, classes=[0, 1])
+        clf.set_params(warm_start=True, max_iter=60, early_stopping=False)
+        _fit(clf, X, y)
+        assert len(calls) == resets
+        assert clf.tau_ == (1 / 400 if tau == "auto" else 1e-4)
+        assert clf.n_iter_ > 30
+
+
+def test_every_phase_of_the_watch_takes_one_tau(monkeypatch):
+    # float32 rows with weights float32 rounds: the watch's phases and the
+    # plain fit of all rows sum the weights alike
+    seen = []
+
+    class Recording(_base.Problem):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            seen.append(self.tau)
+
+    monkeypatch.setattr(_base, "Problem", Recording)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((900, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * rng.standard_normal(900) > 0).astype(int)
+    w = np.full(900, 0.3)
+    auto = _fit(GGNScoreClassifier(n_hidden=8, max_iter=20, random_state=0),
+                X, y, sample_weight=w)
+    assert auto.overfitting_watch_ is not None and len(seen) == 2
+    plain = _fit(GGNScoreClassifier(n_hidden=8, max_iter=20, random_state=0,
+                                    early_stopping=False), X, y, sample_weight=w)
+    assert seen[0] == seen[1] == seen[2] == auto.tau_ == plain.tau_
+    assert auto.tau_ == pytest.approx(1 / 270, rel=1e-6)
