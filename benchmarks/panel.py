@@ -337,7 +337,9 @@ def _preprocessor(task, kind):
         sparse_threshold=0.0 if kind == "hgb" else 0.3)
 
 
-def make_model(kind, regression, seed, ggn_params, task=None):
+def make_model(kind, regression, seed, ggn_params, task=None, preprocessor=None):
+    """The model ``kind`` in its pipeline: ``preprocessor`` (default: the
+    task's, :func:`_preprocessor`) first, y standardized for regressors."""
     from sklearn.compose import TransformedTargetRegressor
     from sklearn.ensemble import (
         HistGradientBoostingClassifier,
@@ -357,7 +359,8 @@ def make_model(kind, regression, seed, ggn_params, task=None):
     else:
         est = (HistGradientBoostingRegressor if regression
                else HistGradientBoostingClassifier)(random_state=seed)
-    pipe = make_pipeline(_preprocessor(task, kind), est)
+    pipe = make_pipeline(_preprocessor(task, kind) if preprocessor is None
+                         else preprocessor, est)
     if regression:
         return TransformedTargetRegressor(regressor=pipe,
                                           transformer=StandardScaler())

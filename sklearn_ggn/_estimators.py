@@ -74,8 +74,9 @@ _SHARED_PARAMETERS = """
         ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
         in place of ``n_samples``) — the penalty weighs as much as ten
         samples' loss — and ``max(1e-4, 1 / n_samples)`` for mini-batch
-        fits (one sample's loss, with ``sample_weight`` their sum; from
-        10 000 rows on 1e-4, where the batches' noise regularizes enough;
+        fits (one sample's loss, with ``sample_weight`` their sum, at most
+        0.01; from 10 000 rows on 1e-4, where the batches' noise regularizes
+        enough;
         the overfitting watch's fit on part of the rows keeps the value of
         all of them), 1e-4 for ``partial_fit``, whose chunks are not the
         data set; the value used is ``tau_``. A float is used as given.
