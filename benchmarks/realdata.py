@@ -162,6 +162,7 @@ HOLDOUT = {
                {}),
 }
 SETS = {"choice": TASKS, "holdout": HOLDOUT}
+TABLES = {**TASKS, **HOLDOUT}
 MODELS = ("ggn", "mlp", "hgb")
 
 
@@ -181,7 +182,7 @@ def load(name):
 
     import pandas as pd
 
-    item, target, _, drop, options = {**TASKS, **HOLDOUT}[name]
+    item, target, _, drop, options = TABLES[name]
     df = pd.read_csv(os.path.join(data_path, "csv", item + ".csv"), index_col=0)
     groups = options.get("groups")
     if groups is not None and groups.startswith("row // "):
@@ -252,11 +253,15 @@ def fit_and_score(kind, regression, seed, data, columns, ggn_params):
 
 
 def warm_up(ggn_params):
-    """Untimed fits that load the compiled kernels of both estimators."""
+    """The panel's untimed warm-up, then fits that take the overfitting
+    watch's path (the panel's warm-up fits are too short for a watch)."""
     from sklearn.datasets import make_classification, make_regression
 
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 
+    from .panel import warm_up as panel_warm_up
+
+    panel_warm_up(ggn_params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         X, y = make_classification(700, 8, n_classes=3, n_informative=4,
@@ -272,8 +277,7 @@ def main(argv=None):
     parser.add_argument("--set", choices=list(SETS), default="choice",
                         help="the tables 0.9.0's defaults were checked on "
                              "(choice) or the ones kept out (holdout)")
-    parser.add_argument("--tasks", nargs="+", choices=list(TASKS) + list(HOLDOUT),
-                        default=None)
+    parser.add_argument("--tasks", nargs="+", choices=list(TABLES), default=None)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--ggn-params", default="{}",
@@ -282,7 +286,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     ggn_params = json.loads(args.ggn_params)
     tasks = args.tasks or list(SETS[args.set])
-    specs = {**TASKS, **HOLDOUT}
 
     from threadpoolctl import threadpool_limits
 
@@ -297,7 +300,7 @@ def main(argv=None):
         warm_up(ggn_params)
         for task in tasks:
             X, y, numeric, categorical, groups = load(task)
-            regression = specs[task][2] == "regression"
+            regression = TABLES[task][2] == "regression"
             shapes[task] = (len(y), len(numeric), len(categorical),
                             None if regression else len(np.unique(y)))
             results[task] = {}
@@ -358,8 +361,9 @@ def _tables(results, shapes, models):
                     "/".join(str(runs[s]["ggn"]["n_iter"]) for s in seeds),
                     "/".join(str(runs[s]["ggn"]["watch"] or "-")[0] for s in seeds)]
         rows.append(row)
-    headers = ["task", "score", "rows", "numeric + categorical columns"] + [{"ggn": "GGN-SCORE", "mlp": "MLP",
-                              "hgb": "HistGB"}[k] for k in models]
+    names = {"ggn": "GGN-SCORE", "mlp": "MLP", "hgb": "HistGB"}
+    headers = (["task", "score", "rows", "numeric + categorical columns"]
+               + [names[k] for k in models])
     if "ggn" in models and "mlp" in models:
         headers += ["worst seed GGN − MLP", "GGN s", "MLP s", "time GGN / MLP",
                     "GGN epochs", "watch (j = joined, r = refit)"]

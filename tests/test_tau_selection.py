@@ -153,7 +153,7 @@ def test_rule_elsewhere():
     assert clf.tau_ == min(0.01, 10 / 200) and clf.tau_path_ is None
 
 
-def test_mini_batch_rule_counts_rows_as_frequencies():
+def test_mini_batch_rule_counts_rows_as_frequencies_and_is_capped():
     # mini-batch fits: τ = max(1e-4, 1/n), one sample's loss; the sum of
     # the weights is n (a row of weight 2 counts twice, weight 0 not at all)
     rng = np.random.default_rng(0)
@@ -167,6 +167,12 @@ def test_mini_batch_rule_counts_rows_as_frequencies():
     # class weights re-weigh the classes, not the count of rows
     assert _fit(GGNScoreClassifier(class_weight={0: 5.0, 1: 1.0}, **kw),
                 X, y).tau_ == 1 / 300
+    # a scalar 0.5 halves the count; weights normalized to one would give
+    # τ = 1 — capped at the full-batch cap
+    assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=0.5).tau_ == 1 / 150
+    normalized = _fit(GGNScoreClassifier(**kw), X, y,
+                      sample_weight=np.full(300, 1 / 300))
+    assert normalized.tau_ == _base._AUTO_TAU_MAX == 0.01
     # from 10 000 rows on the floor 1e-4
     X = rng.standard_normal((12_000, 2))
     big = _fit(GGNScoreRegressor(n_hidden=2, max_iter=1), X, X[:, 0])
@@ -197,19 +203,6 @@ def test_integer_weights_give_the_curve_of_repeated_rows():
     assert tau_w == tau_r
     np.testing.assert_allclose(path_w["gcv"], path_r["gcv"], rtol=1e-8)
     np.testing.assert_allclose(path_w["dof"], path_r["dof"], rtol=1e-8)
-
-
-def test_mini_batch_rule_is_capped_and_weights_scale_it():
-    # weights count as repeated rows: a scalar 0.5 halves the count; weights
-    # normalized to one would give τ = 1 — capped at the full-batch cap
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((300, 3))
-    y = (X[:, 0] > 0).astype(int)
-    kw = dict(n_hidden=4, batch_size=64, max_iter=1)
-    assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=0.5).tau_ == 1 / 150
-    normalized = _fit(GGNScoreClassifier(**kw), X, y,
-                      sample_weight=np.full(300, 1 / 300))
-    assert normalized.tau_ == _base._AUTO_TAU_MAX == 0.01
 
 
 def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
