@@ -6,10 +6,11 @@ A curvature step fits a mini-batch far more closely than a gradient step,
 and on small data with many uninformative columns the network memorizes
 its training rows within a few epochs. ``early_stopping="auto"`` (the
 default) holds out 10 % of the rows (at most 500) during the first epochs;
-when their risk keeps rising while the training risk falls, the fit starts
-again on *all* rows and stops at the number of epochs that scored best on
-the held-out rows. Otherwise the held-out rows join the training and the
-fit goes on. ``overfitting_watch_`` records what happened.
+when their risk keeps rising while the training risk falls and their
+accuracy no longer improves, the fit starts again on *all* rows and stops
+at the number of epochs that scored best on the held-out rows. Otherwise
+the held-out rows join the training and the fit goes on.
+``overfitting_watch_`` records what happened.
 
 The data: ``make_classification`` with scikit-learn's defaults (20
 features, 2 of them informative, 1 % flipped labels), 1 000 training rows
@@ -59,8 +60,9 @@ for seed in SEEDS:
 # ------------------------------
 # The watch's held-out log-loss against its epochs. Overfitting is the
 # held-out risk more than 10 % above its minimum and more than 1.5 times the
-# epoch's training risk for three epochs in a row; the refit then runs the
-# epochs that scored best on the held-out rows.
+# epoch's training risk for three epochs in a row, with the held-out
+# accuracy of those epochs on average no better than at the risk's minimum;
+# the refit then runs the epochs that scored best on the held-out rows.
 
 seed, watched = next(((s, w) for s, w, *_ in results
                       if w.overfitting_watch_["overfitting"]), results[0][:2])

@@ -261,8 +261,15 @@ _MIN_JUDGED = 10
 # at least _WATCH_MIN_ROWS, else no watch) is left out of the first
 # _WATCH_EPOCHS epochs (at most half of max_iter). Its risk staying more than
 # _WATCH_RISE above its minimum and _WATCH_GAP times above the epoch's
-# training risk for _WATCH_PATIENCE epochs in a row is overfitting: the model
-# is then refit on all rows for the epochs that scored best on the split.
+# training risk for _WATCH_PATIENCE epochs in a row, while the estimator's
+# score on it over those epochs is on average no better than at the risk's
+# minimum, is overfitting: the model is then refit on all rows for the
+# epochs that scored best on the split. (The score's condition since 0.9.1:
+# with many noisy classes the held-out log-loss grows with the confidence of
+# the wrong predictions while the accuracy still improves, and the refit at
+# the best epoch lost 0.01-0.06 to running on; docs/defaults.rst, "0.9.1".
+# For the squared error of one output and R² it adds nothing: on one split
+# the risk and the score order the epochs alike.)
 # Otherwise the split's rows join the training rows and the fit goes on from
 # where it is. Chosen on the panel's trajectories (docs/defaults.rst,
 # "0.8.0"): the rule fires on the one-hot and mixed tasks, whose held-out
@@ -1471,6 +1478,10 @@ class _Monitor:
                            else _WATCH_RISE)
         self.watch_best = np.inf
         self.watch_above = 0
+        # the held-out score at the epoch of the risk's minimum, and the
+        # scores of the epochs since
+        self.watch_best_score = -np.inf
+        self.watch_scores = []
         self.validation = None
         if validation is not None:
             X_val, Y_val, sw_val, scorer = validation
@@ -1518,14 +1529,24 @@ class _Monitor:
             stop = self._early_stopping(record["validation_score"], theta)
         if self.watch and "validation_risk" in record:
             risk = record["validation_risk"]
+            score = record["validation_score"]
+            if risk < self.watch_best:
+                self.watch_best_score = score
             self.watch_best = min(self.watch_best, risk)
+            self.watch_scores.append(score)
             # risen above its minimum, and far above the training risk: a
             # rise of a held-out risk that the training risk keeps up with
             # is the noise of the early epochs of large data, not memorizing
             overfits = (risk > (1 + self.watch_rise) * self.watch_best
                         and risk > _WATCH_GAP * record["risk"])
             self.watch_above = self.watch_above + 1 if overfits else 0
-            if self.watch_above >= _WATCH_PATIENCE:
+            # and no better in the estimator's score: a log-loss that grows
+            # with the confidence of the wrong predictions while the
+            # accuracy still improves (many noisy classes) is not
+            # overfitting the user's metric
+            recent = self.watch_scores[-_WATCH_PATIENCE:]
+            if (self.watch_above >= _WATCH_PATIENCE
+                    and sum(recent) / len(recent) <= self.watch_best_score):
                 self.estimator._watch_stopped_at = self.n_iter
                 stop = True
         if self.context is not None:

@@ -62,6 +62,20 @@ def _weights(est):
             est.output_intercept_]
 
 
+def _fires(risks, scores, rise=0.1, patience=3):
+    """The epoch (1-based) at which the watch's rule fires on its held-out
+    curves, or None; replayed from the curves (the gap to the training
+    risk, the rule's third condition, is not)."""
+    best, best_score, above = np.inf, -np.inf, 0
+    for t, (risk, score) in enumerate(zip(risks, scores)):
+        if risk < best:
+            best, best_score = risk, score
+        above = above + 1 if risk > (1 + rise) * best else 0
+        if above >= patience and np.mean(scores[t + 1 - patience:t + 1]) <= best_score:
+            return t + 1
+    return None
+
+
 def test_overfitting_refits_all_rows_for_the_best_epochs():
     X, y = _one_hot_noisy()
     clf = GGNScoreClassifier(random_state=0).fit(X, y)
@@ -71,11 +85,9 @@ def test_overfitting_refits_all_rows_for_the_best_epochs():
     risks = np.array(watch["validation_loss_curve"])
     scores = watch["validation_scores"]
     assert len(risks) == len(scores) == watch["epochs"]
-    # the rule: the last three risks above 1.1 × the running minimum, and
-    # not three in a row before
-    above = risks > 1.1 * np.minimum.accumulate(risks)
-    assert above[-3:].all()
-    assert not any(above[i:i + 3].all() for i in range(len(above) - 3))
+    # the rule: the last three risks above 1.1 × the running minimum, their
+    # scores on average no better than at the minimum, and not so before
+    assert _fires(risks, scores) == watch["epochs"]
     assert watch["best_epoch"] == int(np.argmax(scores)) + 1
     # the refit is the plain fit of all rows, ended at the best epoch
     ref = GGNScoreClassifier(random_state=0, early_stopping=False,
@@ -110,6 +122,39 @@ def test_overfitting_stops_sooner_and_scores_higher_than_running_on():
     assert auto.overfitting_watch_["overfitting"]
     assert auto.n_iter_ + auto.overfitting_watch_["epochs"] < off.n_iter_
     assert auto.score(X_test, y_test) > off.score(X_test, y_test)
+
+
+def test_a_rising_risk_with_a_rising_score_is_not_overfitting():
+    # ten noisy classes: the held-out log-loss grows with the confidence of
+    # the wrong predictions while the held-out accuracy still improves;
+    # running on scores higher than the refit at the watch's best epoch
+    # (what the risk alone decided before 0.9.1)
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(6000, 100, n_informative=30, n_classes=10,
+                               n_clusters_per_class=2, random_state=0)
+    X, y, X_test, y_test = X[:3000], y[:3000], X[3000:], y[3000:]
+    clf = GGNScoreClassifier(random_state=0).fit(X, y)
+    watch = clf.overfitting_watch_
+    risks = np.array(watch["validation_loss_curve"])
+    scores = np.array(watch["validation_scores"])
+    assert not watch["overfitting"] and watch["epochs"] == 15
+    # the risk rose above 1.1 × its minimum for three epochs in a row, far
+    # above the training objective (≥ the training risk) ...
+    above = risks > 1.1 * np.minimum.accumulate(risks)
+    rise = [t for t in range(2, 15) if above[t - 2:t + 1].all()
+            and (risks[t - 2:t + 1] > 1.5 * np.array(clf.loss_curve_[t - 2:t + 1])).all()]
+    assert rise
+    # ... while the score of those epochs beat its value at the minimum
+    assert _fires(risks, scores) is None
+    assert scores[rise[0] - 2:rise[0] + 1].mean() > scores[np.argmin(risks)]
+    assert clf.n_iter_ > 15
+    refit = GGNScoreClassifier(random_state=0, early_stopping=False,
+                               max_iter=int(np.argmax(scores[:rise[0] + 1])) + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        refit.fit(X, y)
+    assert clf.score(X_test, y_test) > refit.score(X_test, y_test) + 0.01
 
 
 def test_no_overfitting_continues_on_all_rows():
