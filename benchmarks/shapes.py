@@ -1,4 +1,4 @@
-"""Shapes no default was chosen on: GGN-SCORE's defaults against the MLP's.
+"""Shapes the panel does not have: GGN-SCORE's defaults against the MLP's.
 
 ``python -m benchmarks.shapes`` fits both estimators with their defaults in
 ``make_pipeline(StandardScaler(), model)`` (regressors: the MLP's target
@@ -20,9 +20,10 @@ own) on generated data of shapes the panel does not have, 30 % test:
   with_mean=False)``), a linear label with noise.
 
 One BLAS thread, the two models alternating, after an untimed warm-up of
-the package's kernels. ``results/shapes.md`` keeps the table.
+the package's kernels. ``results/shapes.md`` (``shapes_<label>.md`` with
+``--label``) keeps the table.
 
-    python -m benchmarks.shapes [--seeds 0 1]
+    python -m benchmarks.shapes [--seeds 0 1] [--label v090]
 """
 import argparse
 import time
@@ -30,7 +31,13 @@ import warnings
 
 import numpy as np
 
-from ._common import RESULTS_DIR, geometric_mean, machine_stamp, md_table, stamp_markdown
+from ._common import (
+    RESULTS_DIR,
+    geometric_mean,
+    machine_stamp,
+    md_table,
+    stamp_markdown,
+)
 
 
 def tasks(seed):
@@ -123,20 +130,23 @@ def run(seeds):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--label", default=None)
     args = parser.parse_args(argv)
     rows, ratios = run(args.seeds)
+    misses = sum(float(r[6]) < -(0.01 if r[0] == "scaled_target" else 0.005)
+                 for r in rows)
     summary = (f"Geometric mean of the time ratios: {geometric_mean(ratios):.2f}; "
                f"fits more than 0.005 accuracy / 0.01 R² below the MLP: "
-               f"{sum(float(r[6]) < -(0.01 if r[0] == 'scaled_target' else 0.005) for r in rows)}"
-               f" of {len(rows)}.")
+               f"{misses} of {len(rows)}.")
     print(summary)
     table = md_table(["task", "train rows", "features", "seed", "GGN-SCORE",
                       "MLP", "GGN − MLP", "GGN s", "MLP s", "time GGN / MLP",
                       "GGN epochs", "MLP epochs"], rows)
-    text = (f"# Shapes no default was chosen on\n\n"
+    text = (f"# Shapes the panel does not have\n\n"
             f"{stamp_markdown(machine_stamp())}\n\n{__doc__.strip()}\n\n"
             f"{table}\n\n{summary}\n")
-    path = RESULTS_DIR / "shapes.md"
+    name = f"shapes_{args.label}.md" if args.label else "shapes.md"
+    path = RESULTS_DIR / name
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path}")
 

@@ -61,8 +61,9 @@ for seed in SEEDS:
 # The watch's held-out log-loss against its epochs. Overfitting is the
 # held-out risk more than 10 % above its minimum and more than 1.5 times the
 # epoch's training risk for three epochs in a row, with the held-out
-# accuracy of those epochs on average no better than at the risk's minimum;
-# the refit then runs the epochs that scored best on the held-out rows.
+# accuracy of those epochs on average no better than its best by the risk's
+# minimum; the refit then runs the epochs that scored best on the held-out
+# rows.
 
 seed, watched = next(((s, w) for s, w, *_ in results
                       if w.overfitting_watch_["overfitting"]), results[0][:2])

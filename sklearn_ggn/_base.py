@@ -262,8 +262,8 @@ _MIN_JUDGED = 10
 # _WATCH_EPOCHS epochs (at most half of max_iter). Its risk staying more than
 # _WATCH_RISE above its minimum and _WATCH_GAP times above the epoch's
 # training risk for _WATCH_PATIENCE epochs in a row, while the estimator's
-# score on it over those epochs is on average no better than at the risk's
-# minimum, is overfitting: the model is then refit on all rows for the
+# score on it over those epochs is on average no better than its best by
+# the risk's minimum, is overfitting: the model is then refit on all rows for the
 # epochs that scored best on the split. (The score's condition since 0.9.1:
 # with many noisy classes the held-out log-loss grows with the confidence of
 # the wrong predictions while the accuracy still improves, and the refit at
@@ -845,8 +845,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # overfitting: the same fit on all rows, ended at the best epoch
             if self.verbose:
                 print(f"Overfitting watch: the held-out risk rose for "
-                      f"{_WATCH_PATIENCE} epochs; refitting on all rows for the "
-                      f"{best} epochs that scored best on them.")
+                      f"{_WATCH_PATIENCE} epochs, its score no better; refitting "
+                      f"on all rows for the {best} epochs that scored best on "
+                      "them.")
             self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs:
@@ -1454,6 +1455,62 @@ class _Records:
                 "best_validation_score_": best_validation_score}
 
 
+class _OverfittingRule:
+    """The overfitting watch's rule, epoch by epoch (``early_stopping="auto"``).
+
+    Overfitting: for ``patience`` epochs in a row the held-out risk stays
+    more than ``rise`` above its running minimum and more than ``gap`` times
+    the epoch's training risk, and the held-out score of those epochs is on
+    average no better than the best it reached by the risk's minimum.
+
+    Parameters
+    ----------
+    rise : float
+        Relative rise of the held-out risk above its minimum.
+    gap : float, default=_WATCH_GAP
+    patience : int, default=_WATCH_PATIENCE
+    """
+
+    def __init__(self, rise, gap=_WATCH_GAP, patience=_WATCH_PATIENCE):
+        self.rise = rise
+        self.gap = gap
+        self.patience = patience
+        self.best_risk = np.inf
+        self.above = 0
+        # the best held-out score up to the epoch of the risk's minimum, and
+        # the scores of every epoch
+        self.best_score = -np.inf
+        self.scores = []
+
+    def __call__(self, risk, score, training_risk):
+        """Record one epoch; True when the fit overfits."""
+        self.scores.append(score)
+        if risk < self.best_risk:
+            # the best so far, not the minimum's own: on a few dozen
+            # held-out rows one epoch's score is a row or two off (NaN
+            # scores, of a scorer that failed, are skipped)
+            finite = [s for s in self.scores if np.isfinite(s)]
+            self.best_score = max(finite) if finite else np.nan
+        self.best_risk = min(self.best_risk, risk)
+        # risen above its minimum, and far above the training risk: a rise
+        # of a held-out risk that the training risk keeps up with is the
+        # noise of the early epochs of large data, not memorizing
+        overfits = (risk > (1 + self.rise) * self.best_risk
+                    and risk > self.gap * training_risk)
+        self.above = self.above + 1 if overfits else 0
+        if self.above < self.patience:
+            return False
+        # and no better in the estimator's score than by the risk's minimum:
+        # a log-loss that grows with the confidence of the wrong predictions
+        # while the accuracy still improves (many noisy classes) is not
+        # overfitting the user's metric. Without finite scores to compare,
+        # the risk decides alone.
+        recent = self.scores[-self.patience:]
+        if not (np.isfinite(self.best_score) and np.all(np.isfinite(recent))):
+            return True
+        return sum(recent) / len(recent) <= self.best_score
+
+
 class _Monitor:
     """The solver's callback: validation scores, early stopping, verbose
     lines and scikit-learn's callbacks, once per iteration/epoch."""
@@ -1474,14 +1531,9 @@ class _Monitor:
         self.no_improvement = 0
         # early_stopping="auto": the watch's overfitting rule
         self.watch = (estimator.__dict__.get("_watch_phase") or {}).get("watch", False)
-        self.watch_rise = (_WATCH_RISE_SQUARED if estimator.loss == "squared_error"
-                           else _WATCH_RISE)
-        self.watch_best = np.inf
-        self.watch_above = 0
-        # the held-out score at the epoch of the risk's minimum, and the
-        # scores of the epochs since
-        self.watch_best_score = -np.inf
-        self.watch_scores = []
+        self.watch_rule = _OverfittingRule(
+            _WATCH_RISE_SQUARED if estimator.loss == "squared_error"
+            else _WATCH_RISE)
         self.validation = None
         if validation is not None:
             X_val, Y_val, sw_val, scorer = validation
@@ -1528,25 +1580,8 @@ class _Monitor:
         if self.early_stopping:
             stop = self._early_stopping(record["validation_score"], theta)
         if self.watch and "validation_risk" in record:
-            risk = record["validation_risk"]
-            score = record["validation_score"]
-            if risk < self.watch_best:
-                self.watch_best_score = score
-            self.watch_best = min(self.watch_best, risk)
-            self.watch_scores.append(score)
-            # risen above its minimum, and far above the training risk: a
-            # rise of a held-out risk that the training risk keeps up with
-            # is the noise of the early epochs of large data, not memorizing
-            overfits = (risk > (1 + self.watch_rise) * self.watch_best
-                        and risk > _WATCH_GAP * record["risk"])
-            self.watch_above = self.watch_above + 1 if overfits else 0
-            # and no better in the estimator's score: a log-loss that grows
-            # with the confidence of the wrong predictions while the
-            # accuracy still improves (many noisy classes) is not
-            # overfitting the user's metric
-            recent = self.watch_scores[-_WATCH_PATIENCE:]
-            if (self.watch_above >= _WATCH_PATIENCE
-                    and sum(recent) / len(recent) <= self.watch_best_score):
+            if self.watch_rule(record["validation_risk"], record["validation_score"],
+                               record["risk"]):
                 self.estimator._watch_stopped_at = self.n_iter
                 stop = True
         if self.context is not None:
@@ -1593,7 +1628,8 @@ class _Monitor:
                           f"tol={tol} for {n} consecutive iterations")
             elif "_watch_stopped_at" in self.estimator.__dict__:
                 reason = (f"the held-out risk of the overfitting watch stayed "
-                          f"above its minimum for {_WATCH_PATIENCE} epochs")
+                          f"above its minimum for {_WATCH_PATIENCE} epochs, its "
+                          "score no better")
             else:
                 reason = result.reason
             print(f"Stopping: {reason}.")

@@ -196,10 +196,10 @@ _SHARED_PARAMETERS = """
         When the risk on them stays more than 10 % above its minimum (7 %
         for the squared error) and more than 1.5 times the training risk
         for 3 epochs in a row, and their score (``scoring``) over those
-        epochs is on average no better than at the risk's minimum, the fit
-        overfits: it is refit on all rows, from the same initial weights,
-        for the number of epochs that scored best on the held-out rows.
-        Otherwise they join the training rows and the fit goes on (its
+        epochs is on average no better than its best by the risk's minimum,
+        the fit overfits: it is refit on all rows, from the same initial
+        weights, for the number of epochs that scored best on the held-out
+        rows. Otherwise they join the training rows and the fit goes on (its
         input statistics are those of the watched rows). What the watch
         found is in ``overfitting_watch_``.
 

@@ -67,9 +67,9 @@ def _fires(risks, scores, rise=0.1, patience=3):
     curves, or None; replayed from the curves (the gap to the training
     risk, the rule's third condition, is not)."""
     best, best_score, above = np.inf, -np.inf, 0
-    for t, (risk, score) in enumerate(zip(risks, scores)):
+    for t, risk in enumerate(risks):
         if risk < best:
-            best, best_score = risk, score
+            best, best_score = risk, max(scores[:t + 1])
         above = above + 1 if risk > (1 + rise) * best else 0
         if above >= patience and np.mean(scores[t + 1 - patience:t + 1]) <= best_score:
             return t + 1
@@ -86,7 +86,8 @@ def test_overfitting_refits_all_rows_for_the_best_epochs():
     scores = watch["validation_scores"]
     assert len(risks) == len(scores) == watch["epochs"]
     # the rule: the last three risks above 1.1 × the running minimum, their
-    # scores on average no better than at the minimum, and not so before
+    # scores on average no better than the best by the minimum, and not so
+    # before
     assert _fires(risks, scores) == watch["epochs"]
     assert watch["best_epoch"] == int(np.argmax(scores)) + 1
     # the refit is the plain fit of all rows, ended at the best epoch
@@ -142,12 +143,13 @@ def test_a_rising_risk_with_a_rising_score_is_not_overfitting():
     # the risk rose above 1.1 × its minimum for three epochs in a row, far
     # above the training objective (≥ the training risk) ...
     above = risks > 1.1 * np.minimum.accumulate(risks)
+    objective = np.array(clf.loss_curve_[:15])
     rise = [t for t in range(2, 15) if above[t - 2:t + 1].all()
-            and (risks[t - 2:t + 1] > 1.5 * np.array(clf.loss_curve_[t - 2:t + 1])).all()]
+            and (risks[t - 2:t + 1] > 1.5 * objective[t - 2:t + 1]).all()]
     assert rise
     # ... while the score of those epochs beat its value at the minimum
     assert _fires(risks, scores) is None
-    assert scores[rise[0] - 2:rise[0] + 1].mean() > scores[np.argmin(risks)]
+    assert scores[rise[0] - 2:rise[0] + 1].mean() > scores[:np.argmin(risks) + 1].max()
     assert clf.n_iter_ > 15
     refit = GGNScoreClassifier(random_state=0, early_stopping=False,
                                max_iter=int(np.argmax(scores[:rise[0] + 1])) + 1)
@@ -472,3 +474,36 @@ def test_verbose_says_what_the_watch_decided(capsys):
     Xr, yr = _smooth_regression()
     GGNScoreRegressor(random_state=0, verbose=True).fit(Xr, yr)
     assert "the held-out rows join the training rows" in capsys.readouterr().out
+
+
+def test_rule_on_given_curves():
+    # the rule itself, on curves made up to pin each of its conditions
+    def fires_at(risks, scores, training=None, rise=0.1):
+        rule = _base._OverfittingRule(rise)
+        training = [0.0] * len(risks) if training is None else training
+        for t, (r, s, tr) in enumerate(zip(risks, scores, training, strict=True)):
+            if rule(r, s, tr):
+                return t + 1
+        return None
+
+    risks = [1.0, 0.8, 0.85, 0.9, 0.95, 1.0]
+    # the risk three epochs above 1.1 × 0.8 (epochs 4-6), the scores no
+    # better than the best by the minimum (0.7, at epoch 1)
+    assert fires_at(risks, [0.7, 0.6, 0.6, 0.65, 0.7, 0.7]) == 6
+    # a tie with that best fires (no better), one row more does not
+    assert fires_at(risks, [0.7, 0.6, 0.6, 0.7, 0.7, 0.7]) == 6
+    assert fires_at(risks, [0.7, 0.6, 0.6, 0.7, 0.7, 0.71]) is None
+    # the mean of the three, not the last: a last epoch below the best
+    # after two above it does not fire
+    assert fires_at(risks, [0.7, 0.6, 0.6, 0.75, 0.75, 0.65]) is None
+    # the count goes on while the risk stays up: fires once the scores fall
+    assert fires_at(risks + [1.1, 1.1], [0.7, 0.6, 0.6, 0.8, 0.8, 0.8, 0.6, 0.5]) == 8
+    # the held-out risk must also be 1.5 × the training risk
+    assert fires_at(risks, [0.5] * 6, training=[0.7] * 6) is None
+    assert fires_at(risks, [0.5] * 6, training=[0.5] * 6) == 6
+    # scores that are not finite (a failing scorer): the risk decides alone
+    assert fires_at(risks, [np.nan] * 6) == 6
+    assert fires_at(risks, [0.7, 0.6, 0.6, np.nan, 0.9, 0.9]) == 6
+    # ... and a NaN before the minimum is skipped in its best
+    assert fires_at(risks, [np.nan, 0.6, 0.6, 0.65, 0.7, 0.7]) is None
+    assert fires_at(risks, [np.nan, 0.7, 0.6, 0.65, 0.7, 0.7]) == 6
