@@ -836,8 +836,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         stopped_at = self.__dict__.get("_watch_stopped_at")
         risks = list(self.history_.get("validation_risk", []))
         scores = list(self.history_.get("validation_score", []))
-        best = (int(np.argmax(np.nan_to_num(scores, nan=-np.inf))) + 1
-                if stopped_at is not None else None)
+        scored = bool(np.isfinite(scores).any())
+        best = None
+        if stopped_at is not None:
+            # the epoch that scored best, or without a finite score (a scorer
+            # that failed) the one of the least held-out risk
+            best = int(np.argmax(np.nan_to_num(scores, nan=-np.inf)) if scored
+                       else np.nanargmin(risks)) + 1
         watch = {"validation_rows": int(len(idx_val)), "epochs": watched,
                  "overfitting": stopped_at is not None, "best_epoch": best,
                  "validation_loss_curve": risks, "validation_scores": scores}
@@ -845,9 +850,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # overfitting: the same fit on all rows, ended at the best epoch
             if self.verbose:
                 print(f"Overfitting watch: the held-out risk rose for "
-                      f"{_WATCH_PATIENCE} epochs, its score no better; refitting "
-                      f"on all rows for the {best} epochs that scored best on "
-                      "them.")
+                      f"{_WATCH_PATIENCE} epochs"
+                      + (", its score no better; refitting on all rows for the "
+                         f"{best} epochs that scored best on them." if scored else
+                         f"; refitting on all rows for the {best} epochs of its "
+                         "least risk (no finite held-out score)."))
             self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs:
@@ -1627,9 +1634,10 @@ class _Monitor:
                 reason = (f"the validation score did not improve by more than "
                           f"tol={tol} for {n} consecutive iterations")
             elif "_watch_stopped_at" in self.estimator.__dict__:
+                scored = bool(np.isfinite(self.watch_rule.scores).any())
                 reason = (f"the held-out risk of the overfitting watch stayed "
-                          f"above its minimum for {_WATCH_PATIENCE} epochs, its "
-                          "score no better")
+                          f"above its minimum for {_WATCH_PATIENCE} epochs"
+                          + (", its score no better" if scored else ""))
             else:
                 reason = result.reason
             print(f"Stopping: {reason}.")

@@ -147,7 +147,7 @@ def test_a_rising_risk_with_a_rising_score_is_not_overfitting():
     rise = [t for t in range(2, 15) if above[t - 2:t + 1].all()
             and (risks[t - 2:t + 1] > 1.5 * objective[t - 2:t + 1]).all()]
     assert rise
-    # ... while the score of those epochs beat its value at the minimum
+    # ... while the score of those epochs beat its best by the minimum
     assert _fires(risks, scores) is None
     assert scores[rise[0] - 2:rise[0] + 1].mean() > scores[:np.argmin(risks) + 1].max()
     assert clf.n_iter_ > 15
@@ -507,3 +507,25 @@ def test_rule_on_given_curves():
     # ... and a NaN before the minimum is skipped in its best
     assert fires_at(risks, [np.nan, 0.6, 0.6, 0.65, 0.7, 0.7]) is None
     assert fires_at(risks, [np.nan, 0.7, 0.6, 0.65, 0.7, 0.7]) == 6
+
+
+def test_a_scorer_without_finite_scores_leaves_the_watch_to_the_risk(capsys):
+    # a failing scorer: the risk decides alone, and the refit runs the
+    # epochs of the least held-out risk (not the first epoch)
+    X, y = _one_hot_noisy()
+    clf = GGNScoreClassifier(random_state=0, verbose=True,
+                             scoring=lambda est, X, y: np.nan).fit(X, y)
+    watch = clf.overfitting_watch_
+    risks = np.array(watch["validation_loss_curve"])
+    assert np.isnan(watch["validation_scores"]).all()
+    assert watch["overfitting"]
+    # the risk rule alone: the first three epochs in a row above 1.1 × the
+    # running minimum
+    above = risks > 1.1 * np.minimum.accumulate(risks)
+    first = next(t for t in range(2, len(risks)) if above[t - 2:t + 1].all())
+    assert watch["epochs"] == first + 1
+    assert watch["best_epoch"] == int(np.argmin(risks)) + 1 > 1
+    assert clf.n_iter_ <= watch["best_epoch"]
+    out = capsys.readouterr().out
+    assert "epochs of its least risk (no finite held-out score)" in out
+    assert "its score no better" not in out
