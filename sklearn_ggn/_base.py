@@ -229,6 +229,13 @@ _AUTO_TAU_MINI_BATCH = 1e-4
 _AUTO_TAU_MINI_BATCH_SAMPLES = 1.0
 
 
+def _rows_weight(sample_weight, dtype):
+    """The weights' sum, the rows' count of ``tau="auto"``: taken in X's
+    ``dtype`` (as the fit takes them), summed in float64."""
+    return float(np.sum(np.asarray(sample_weight, dtype=dtype)
+                        .astype(np.float64, copy=False)))
+
+
 def _mini_batch_tau(rows_weight):
     """τ of ``tau="auto"`` in a mini-batch fit: ``max(1e-4, 1/n)``, samples
     counted as frequency weights, capped as the full-batch rule is (weights
@@ -800,9 +807,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 and sample_weight[idx_val].sum() > 0):
             return None
         # the count of rows for tau="auto" of the watch's fit on part of
-        # them, summed as the fits of all rows sum it (weights in X's dtype)
-        rows_weight = float(np.sum(sample_weight.astype(X_checked.dtype)
-                                   .astype(np.float64)))
+        # them, summed as the fits of all rows sum it
+        rows_weight = _rows_weight(sample_weight, X_checked.dtype)
         # the held-out rows weigh as the fit weighs them (class_weight)
         class_factor = self._class_sample_weight(Y)
         val_weight = sample_weight[idx_val] * (
@@ -898,7 +904,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # the rows' count for tau="auto" on mini-batches (weights as
         # frequencies; the watch's fit on part of the rows takes all rows')
         phase = self.__dict__.get("_watch_phase")
-        rows_weight = (phase or {}).get("rows_weight", float(np.sum(sample_weight)))
+        rows_weight = (phase or {}).get("rows_weight",
+                                        _rows_weight(sample_weight, dtype))
         # class weights multiply the sample weights, before the split and the
         # normalization (as compute_sample_weight's weights passed as
         # sample_weight would)
@@ -1484,20 +1491,21 @@ class _OverfittingRule:
         self.patience = patience
         self.best_risk = np.inf
         self.above = 0
-        # the best held-out score up to the epoch of the risk's minimum, and
-        # the scores of every epoch
-        self.best_score = -np.inf
+        # the best held-out score so far and up to the epoch of the risk's
+        # minimum (NaN while no score is finite), and every epoch's score
+        self.max_score = np.nan
+        self.best_score = np.nan
         self.scores = []
 
     def __call__(self, risk, score, training_risk):
         """Record one epoch; True when the fit overfits."""
         self.scores.append(score)
+        if np.isfinite(score):  # (not the NaN of a scorer that failed)
+            self.max_score = float(np.fmax(self.max_score, score))
         if risk < self.best_risk:
             # the best so far, not the minimum's own: on a few dozen
-            # held-out rows one epoch's score is a row or two off (NaN
-            # scores, of a scorer that failed, are skipped)
-            finite = [s for s in self.scores if np.isfinite(s)]
-            self.best_score = max(finite) if finite else np.nan
+            # held-out rows one epoch's score is a row or two off
+            self.best_score = self.max_score
         self.best_risk = min(self.best_risk, risk)
         # risen above its minimum, and far above the training risk: a rise
         # of a held-out risk that the training risk keeps up with is the
