@@ -1,9 +1,10 @@
 """Shapes the panel does not have: GGN-SCORE's defaults against the MLP's.
 
 ``python -m benchmarks.shapes`` fits both estimators with their defaults in
-``make_pipeline(StandardScaler(), model)`` (regressors: the MLP's target
-standardized by ``TransformedTargetRegressor``, GGN-SCORE standardizes its
-own) on generated data of shapes the panel does not have, 30 % test:
+``make_pipeline(StandardScaler(), model)`` (regressors inside
+``TransformedTargetRegressor(transformer=StandardScaler())``: the panel's
+models, ``benchmarks/panel.py``) on generated data of shapes the panel does
+not have, 30 % test:
 
 * ``tall_7class``: 100 000 rows, 54 features (20 informative), 7 classes of
   3 clusters, 5 % flipped labels (the shape of covertype);
@@ -19,8 +20,8 @@ own) on generated data of shapes the panel does not have, 30 % test:
   one-hot encoded (a sparse matrix of 500 columns; ``StandardScaler(
   with_mean=False)``), a linear label with noise.
 
-One BLAS thread, the two models alternating, after an untimed warm-up of
-the package's kernels for every kind of fit. ``results/shapes.md``
+One BLAS thread, the two models alternating, after the panel's untimed
+warm-up of the package's kernels for every kind of fit. ``results/shapes.md``
 (``shapes_<label>.md`` with ``--label``) keeps the table.
 
     python -m benchmarks.shapes [--seeds 0 1] [--label v090]
@@ -71,28 +72,14 @@ def tasks(seed):
 
 
 def make_model(kind, regression, sparse, seed):
-    from sklearn.compose import TransformedTargetRegressor
-    from sklearn.neural_network import MLPClassifier, MLPRegressor
-    from sklearn.pipeline import make_pipeline
+    """The panel's model ``kind`` behind a ``StandardScaler`` (without
+    centering for sparse inputs)."""
     from sklearn.preprocessing import StandardScaler
 
-    from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+    from .panel import make_model as panel_model
 
-    if kind == "ggn":
-        model = (GGNScoreRegressor if regression else GGNScoreClassifier)(
-            random_state=seed)
-    elif regression:
-        model = TransformedTargetRegressor(MLPRegressor(random_state=seed),
-                                           transformer=StandardScaler())
-    else:
-        model = MLPClassifier(random_state=seed)
-    return make_pipeline(StandardScaler(with_mean=not sparse), model)
-
-
-def _epochs(model):
-    est = model[-1]
-    est = getattr(est, "regressor_", est)
-    return int(est.n_iter_)
+    return panel_model(kind, regression, seed, {},
+                       preprocessor=StandardScaler(with_mean=not sparse))
 
 
 def run(seeds):
@@ -100,19 +87,12 @@ def run(seeds):
     from sklearn.model_selection import train_test_split
     from threadpoolctl import threadpool_limits
 
-    from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+    from .panel import _final_estimator, warm_up
 
     rows, ratios, misses = [], [], 0
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # the kernels of every kind of fit below, untimed: several classes,
-        # two, a regression, sparse inputs
-        rng = np.random.RandomState(0)
-        X = rng.normal(size=(600, 5))
-        for y in (np.arange(600) % 3, np.arange(600) % 2):
-            GGNScoreClassifier(max_iter=2).fit(X, y)
-            GGNScoreClassifier(max_iter=2).fit(sp.csr_matrix(X), y)
-        GGNScoreRegressor(max_iter=2).fit(X, X[:, 0])
+        warm_up({})  # the panel's: the kernels of every kind of fit, untimed
         for seed in seeds:
             for name, X, y, regression in tasks(seed):
                 split = train_test_split(X, y, test_size=0.3, random_state=seed)
@@ -123,7 +103,8 @@ def run(seeds):
                     t0 = time.perf_counter()
                     model.fit(X_tr, y_tr)
                     elapsed = time.perf_counter() - t0
-                    result[kind] = (model.score(X_te, y_te), elapsed, _epochs(model))
+                    result[kind] = (model.score(X_te, y_te), elapsed,
+                                    int(_final_estimator(model).n_iter_))
                 (g, tg, eg), (m, tm, em) = result["ggn"], result["mlp"]
                 ratios.append(tg / tm)
                 misses += (g - m) < -(0.01 if regression else 0.005)
