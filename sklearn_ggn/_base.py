@@ -634,11 +634,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """``(input_center_, input_scale_)`` of this fit: from the training
         rows on a fresh start (``input_transform="robust_clip"``, dense X),
         else those of the fit whose weights are reused (a warm start or
-        ``partial_fit`` continues the same map); ``(None, None)`` when the
-        network sees X as given."""
-        if not fresh_start:
-            return (getattr(self, "input_center_", None),
-                    getattr(self, "input_scale_", None))
+        ``partial_fit`` continues the same map; weights set by hand before
+        any fit are on the inputs as this fit maps them); ``(None, None)``
+        when the network sees X as given."""
+        if not fresh_start and "input_center_" in self.__dict__:
+            return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
             return robust_clip_statistics(X, sample_weight)
         return None, None

@@ -52,9 +52,13 @@ def make_teacher_student(n_train=500, n_test=1000, n_features=5, n_teacher=5,
     Returns
     -------
     X_train : ndarray of shape (n_train, n_features)
+        Training inputs on the unit sphere.
     y_train : ndarray of shape (n_train,)
+        The teacher's outputs on ``X_train`` (noise-free).
     X_test : ndarray of shape (n_test, n_features)
+        Test inputs, drawn as ``X_train``.
     y_test : ndarray of shape (n_test,)
+        The teacher's outputs on ``X_test``.
 
     Examples
     --------

@@ -209,6 +209,31 @@ def test_warm_start_and_partial_fit_keep_the_statistics():
                                   robust_clip_statistics(X[:100] * 7)[0])
 
 
+def test_weights_set_by_hand_start_on_the_mapped_inputs():
+    """Weights set before any fit are an initialization like the drawn one:
+    on the inputs as the fit maps them (the same fit as from those weights
+    with input_transform=None on the mapped inputs)."""
+    X = heavy_data(200)
+    y = np.sin(X[:, 0]) + np.log(X[:, 1])
+    rng = np.random.default_rng(0)
+    init = {"hidden_weights_": rng.standard_normal((6, X.shape[1])),
+            "output_weights_": rng.standard_normal((6, 1)),
+            "hidden_intercept_": np.zeros(6), "output_intercept_": np.zeros(1)}
+    kw = dict(n_hidden=6, max_iter=1, batch_size=None, warm_start=True,
+              early_stopping=False)
+    mapped = GGNScoreRegressor(**kw)
+    plain = GGNScoreRegressor(input_transform=None, **kw)
+    for est in (mapped, plain):
+        for name, value in init.items():
+            setattr(est, name, value.copy())
+    mapped.fit(X, y)
+    np.testing.assert_array_equal(mapped.input_center_,
+                                  robust_clip_statistics(X)[0])
+    plain.fit(robust_clip(X, *robust_clip_statistics(X)), y)
+    np.testing.assert_allclose(mapped.hidden_weights_, plain.hidden_weights_,
+                               rtol=1e-12, atol=1e-12)
+
+
 def test_sparse_inputs_are_passed_as_given():
     X = sp.random(100, 8, density=0.3, random_state=0, format="csr")
     y = np.asarray(X.sum(axis=1)).ravel()
