@@ -117,7 +117,10 @@ def _indicators(X, columns, sample_weight, low, high):
 
 def robust_clip(X, center, scale, out=None):
     """``X`` through the fitted map, in ``X``'s dtype (``X`` itself when
-    there is no map: sparse inputs or ``input_transform=None``).
+    there is no map: a fit on sparse inputs or ``input_transform=None``).
+
+    Sparse ``X`` given to a model fitted with the map (dense training data)
+    is mapped as its dense rows, block by block: the map centers.
 
     ``out``: an array of X's shape and dtype to write the map into (the
     first columns of the network's augmented inputs), returned."""
@@ -131,7 +134,10 @@ def robust_clip(X, center, scale, out=None):
     # stay in cache
     for start in range(0, X.shape[0], _BLOCK_ROWS):
         rows = slice(start, start + _BLOCK_ROWS)
-        z = X[rows] - center
+        block = X[rows]
+        if sp.issparse(block):
+            block = block.toarray()
+        z = block - center
         z *= scale
         np.clip(z, -_Z_MAX, _Z_MAX, out=z)
         d = np.square(z)

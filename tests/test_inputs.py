@@ -234,6 +234,24 @@ def test_weights_set_by_hand_start_on_the_mapped_inputs():
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_sparse_inputs_to_a_model_fitted_on_dense_ones_are_mapped(fmt):
+    """A model fitted on dense X (with the map) predicts, continues and
+    validates on sparse X as on its dense rows."""
+    X = heavy_data(120)
+    y = np.sin(X[:, 0]) + np.log(X[:, 1])
+    S = sp.random(30, X.shape[1], density=0.5, format=fmt, random_state=0) * 10
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(S), reg.predict(S.toarray()))
+    clf = GGNScoreClassifier(n_hidden=5, max_iter=3, random_state=0).fit(X, y > 1)
+    np.testing.assert_array_equal(clf.predict_proba(S), clf.predict_proba(S.toarray()))
+    a = GGNScoreRegressor(n_hidden=5, random_state=0).partial_fit(X, y)
+    b = GGNScoreRegressor(n_hidden=5, random_state=0).partial_fit(X, y)
+    a.partial_fit(S, y[:30])
+    b.partial_fit(S.toarray(), y[:30])
+    np.testing.assert_allclose(a.hidden_weights_, b.hidden_weights_, rtol=1e-10)
+
+
 def test_sparse_inputs_are_passed_as_given():
     X = sp.random(100, 8, density=0.3, random_state=0, format="csr")
     y = np.asarray(X.sum(axis=1)).ravel()
