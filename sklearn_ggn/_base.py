@@ -806,11 +806,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if not (sample_weight[idx_train].sum() > 0
                 and sample_weight[idx_val].sum() > 0):
             return None
+        # the held-out rows weigh as the fit weighs them (class_weight), and
         # the count of rows for tau="auto" of the watch's fit on part of
-        # them, summed as the fits of all rows sum it
-        rows_weight = _rows_weight(sample_weight, X_checked.dtype)
-        # the held-out rows weigh as the fit weighs them (class_weight)
+        # them is summed as the fits of all rows sum it (class weights too)
         class_factor = self._class_sample_weight(Y)
+        rows_weight = _rows_weight(sample_weight if class_factor is None
+                                   else sample_weight * class_factor,
+                                   X_checked.dtype)
         val_weight = sample_weight[idx_val] * (
             1.0 if class_factor is None else class_factor[idx_val])
         # rows by position: formats without row indexing become CSR
@@ -901,17 +903,18 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         ).astype(np.float64, copy=False)
         if (X_val is None) != (y_val is None):
             raise ValueError("X_val and y_val must be given together.")
-        # the rows' count for tau="auto" on mini-batches (weights as
-        # frequencies; the watch's fit on part of the rows takes all rows')
-        phase = self.__dict__.get("_watch_phase")
-        rows_weight = (phase or {}).get("rows_weight",
-                                        _rows_weight(sample_weight, dtype))
         # class weights multiply the sample weights, before the split and the
         # normalization (as compute_sample_weight's weights passed as
         # sample_weight would)
         class_factor = self._class_sample_weight(Y)
         if class_factor is not None:
             sample_weight = sample_weight * class_factor
+        # the rows' count for tau="auto" on mini-batches (weights as
+        # frequencies, class weights included; the watch's fit on part of
+        # the rows takes all rows')
+        phase = self.__dict__.get("_watch_phase")
+        rows_weight = (phase or {}).get("rows_weight",
+                                        _rows_weight(sample_weight, dtype))
         if isinstance(self.scoring, str) and self.scoring != "loss":
             check_scoring(self, self.scoring)  # an unknown name fails here
 

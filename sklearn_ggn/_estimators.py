@@ -731,7 +731,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; integer weights are equivalent to repeating
-            rows (exactly so with full-batch training).
+            rows (exactly so with full-batch training; in mini-batches each
+            batch's risk is an unbiased estimate of the weighted risk, its
+            rows weighed relative to the mean weight of all rows).
         X_val : array-like of shape (n_val, n_features), default=None
             Validation inputs: their risk and score are recorded in
             ``history_`` after every iteration/epoch, and used instead of a
@@ -1123,7 +1125,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             matrix.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; integer weights are equivalent to repeating
-            rows (exactly so with full-batch training).
+            rows (exactly so with full-batch training; in mini-batches each
+            batch's risk is an unbiased estimate of the weighted risk, its
+            rows weighed relative to the mean weight of all rows).
         X_val : array-like of shape (n_val, n_features), default=None
             Validation inputs: their risk and score are recorded in
             ``history_`` after every iteration/epoch, and used instead of a

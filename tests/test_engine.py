@@ -266,6 +266,33 @@ def test_batching_partitions_every_epoch():
     assert Batching(10, False).full_batch(10) and not Batching(9, False).full_batch(10)
 
 
+def test_mini_batch_risks_add_up_to_the_weighted_risk():
+    """A mini-batch's weights are relative to the mean weight of all rows:
+    over a partition, the batches' risks weighted by ``batch.weight`` sum to
+    the weighted risk of all rows (each batch an unbiased estimate of it),
+    and a batch of light rows weighs little (normalizing within the batch
+    gave it the weight of a heavy one)."""
+    problem, _ = quadratic(n=50, d=4)
+    theta = np.arange(1.0, 5.0)
+    X, y, w = problem.Xa, problem.Y[:, 0], problem.sample_weight
+    losses = 0.5 * (X @ theta - y) ** 2
+    full = problem.batch()
+    np.testing.assert_allclose(full.s, w / w.sum())
+    batches = [problem.batch(idx) for idx in
+               Batching(8, shuffle=True).epoch(50, np.random.RandomState(0))]
+    total = sum(b.weight for b in batches)
+    np.testing.assert_allclose(total, w.sum())
+    risks = [np.dot(b.s, 0.5 * (b.Xa @ theta - b.Y[:, 0]) ** 2) for b in batches]
+    np.testing.assert_allclose(sum(r * b.weight for r, b in zip(risks, batches))
+                               / total, np.dot(w / w.sum(), losses))
+    light = np.argsort(w)[:8]
+    assert problem.batch(light).s.sum() < 0.8 * problem.batch(np.argsort(w)[-8:]).s.sum()
+    # equal weights: 1/b, as within the batch
+    equal = Problem(problem.network, problem.loss, problem.regularizer, 0.3,
+                    X, problem.Y, np.full(50, 2.5))
+    np.testing.assert_array_equal(equal.batch(np.arange(8)).s, np.full(8, 1 / 8))
+
+
 def test_no_improvement_counts_consecutive_stalls():
     rule = NoImprovement(tol=0.1, n_iter_no_change=2)
     assert [rule(v, best) for v, best in [(1.0, np.inf), (0.95, 1.0), (0.9, 0.95),

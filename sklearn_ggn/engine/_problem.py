@@ -27,9 +27,12 @@ class Batch:
     Y : ndarray of shape (b, K)
         Targets.
     s : ndarray of shape (b,)
-        Sample weights normalised to sum to one.
+        The rows' weights in the risk ``Σ_k s_k ℓ_k``: normalised to sum to
+        one over all rows, relative to the mean weight in a mini-batch
+        (:meth:`Problem.batch`).
     weight : float
-        The rows' total sample weight (epoch means are weighted by it).
+        What the rows weigh in an epoch's means: their total sample weight
+        (all rows), ``b`` times the mean weight (a mini-batch).
     """
 
     Xa: np.ndarray
@@ -104,6 +107,10 @@ class Problem:
         # the targets as the kernels take them: C-contiguous, in X's dtype
         self._Y = np.ascontiguousarray(Y, dtype=self.Xa.dtype)
         self.sample_weight = sample_weight
+        # the rows' mean weight (summed in float64): a batch's weights are
+        # taken relative to it
+        self._mean_weight = (float(np.sum(sample_weight, dtype=np.float64))
+                             / max(1, len(sample_weight)))
         self.regularized = regularized
         self.M_g = regularizer.self_concordance_constant(network.n_params)
         self._last_reg = ((None, None), (None, None))
@@ -120,15 +127,30 @@ class Problem:
 
     def batch(self, idx=None):
         """The :class:`Batch` of rows ``idx`` (an integer index array; all
-        rows when None), or None when their weights sum to zero."""
-        w = self.sample_weight if idx is None else self.sample_weight.take(idx)
-        s, w_sum = normalized_weights(w)
+        rows when None), or None when their weights sum to zero.
+
+        All rows: the weights normalized to sum to one. A mini-batch of
+        ``b`` rows: each weight over ``b`` times the mean weight of all rows,
+        ``s_k = w_k / (b w̄)``, so that the batch's risk is an unbiased
+        estimate of the weighted risk of all rows (a batch of light rows
+        weighs little; normalizing within the batch would give it the step
+        of a heavy one, and extreme class weights inverted a fit). With equal
+        weights both are ``1/b``."""
+        if idx is None:
+            s, w_sum = normalized_weights(self.sample_weight)
+            if w_sum <= 0:
+                return None
+            return Batch(self.Xa, self._Y, s.astype(self.Xa.dtype, copy=False),
+                         w_sum)
+        w = self.sample_weight.take(idx)
+        _, w_sum = normalized_weights(w)
         if w_sum <= 0:
             return None
-        s = s.astype(self.Xa.dtype, copy=False)
-        if idx is None:
-            return Batch(self.Xa, self._Y, s, w_sum)
-        return Batch(_rows(self.Xa, idx), self._Y.take(idx, axis=0), s, w_sum)
+        # (b w̄ in w's dtype, as normalized_weights divides by its total)
+        scale = w.dtype.type(len(idx) * self._mean_weight)
+        s = (w / scale).astype(self.Xa.dtype, copy=False)
+        return Batch(_rows(self.Xa, idx), self._Y.take(idx, axis=0), s,
+                     len(idx) * self._mean_weight)
 
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""
