@@ -909,6 +909,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         class_factor = self._class_sample_weight(Y)
         if class_factor is not None:
             sample_weight = sample_weight * class_factor
+            if not sample_weight.sum() > 0:
+                raise ValueError(
+                    "The sample weights times class_weight are zero for every "
+                    f"row (class_weight={self.class_weight!r}): nothing to fit.")
         # the rows' count for tau="auto" on mini-batches (weights as
         # frequencies, class weights included; the watch's fit on part of
         # the rows takes all rows')

@@ -987,7 +987,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                 raise ValueError(
                     f"class_weight has {len(self.class_weight)} dicts but y has "
                     f"{Y.shape[1]} labels: give one dict per label.")
-            return compute_sample_weight(self.class_weight, Y.astype(np.int64))
+            return self._checked_class_factor(
+                compute_sample_weight(self.class_weight, Y.astype(np.int64)))
         if isinstance(self.class_weight, list):
             raise ValueError(
                 "class_weight as a list of dicts is for multilabel targets; for "
@@ -1010,7 +1011,17 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                     f"the classes are {self.classes_.tolist()}.")
             table = compute_class_weight(self.class_weight, classes=self.classes_,
                                          y=self.classes_[codes])
-        return table[codes]
+        return self._checked_class_factor(table[codes])
+
+    def _checked_class_factor(self, factor):
+        """The rows' class-weight factors, or a ValueError naming
+        ``class_weight`` when one is negative or not finite."""
+        factor = np.asarray(factor, dtype=np.float64)
+        if not (np.all(np.isfinite(factor)) and np.all(factor >= 0)):
+            raise ValueError(
+                "class_weight must give every class a finite, non-negative "
+                f"weight; got {self.class_weight!r}.")
+        return factor
 
     def _single_logit(self):
         return (self.loss == "log_loss" and len(self.classes_) == 2

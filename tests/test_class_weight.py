@@ -151,6 +151,28 @@ def test_errors():
     assert not hasattr(clf, "classes_")  # the failed fit left nothing behind
 
 
+@pytest.mark.parametrize("weights", [{0: -1.0, 1: 1.0}, {0: np.nan, 1: 1.0},
+                                     {0: np.inf, 1: 1.0}])
+@pytest.mark.parametrize("early_stopping", ["auto", True, False])
+def test_bad_class_weights_are_named(weights, early_stopping):
+    # (a negative weight crashed inside the engine or fitted nothing, NaN
+    # was reported as non-finite parameters)
+    X, y = imbalanced()
+    with pytest.raises(ValueError, match="finite, non-negative weight"):
+        GGNScoreClassifier(class_weight=weights, early_stopping=early_stopping,
+                           max_iter=3).fit(X, y)
+    Xm, Ym = make_multilabel_classification(200, 5, n_classes=3, random_state=0)
+    with pytest.raises(ValueError, match="finite, non-negative weight"):
+        GGNScoreClassifier(class_weight=[{0: 1.0, 1: -1.0}] * 3,
+                           max_iter=3).fit(Xm, Ym)
+
+
+def test_class_weights_of_zero_for_every_row_are_named():
+    X, y = imbalanced()
+    with pytest.raises(ValueError, match="zero for every row"):
+        GGNScoreClassifier(class_weight={0: 0.0, 1: 0.0}, max_iter=3).fit(X, y)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_balanced_raises_balanced_accuracy(seed):
     """95 % / 5 % classes (make_classification, 1000 rows, half held out):
