@@ -959,6 +959,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             Y_val = self._encode_targets(Y_val, None, keep=True,
                                          attributes=target_attributes)[0]
             X_val = X_val.astype(dtype, copy=False)
+            if (sample_weight_val is not None
+                    and not np.any(np.asarray(sample_weight_val) != 0)):
+                raise ValueError("sample_weight_val is zero for every validation "
+                                 "sample: the validation score would be undefined.")
             sw_val = _check_sample_weight(sample_weight_val, X_val, dtype=dtype,
                                           ensure_non_negative=True)
             validation = (X_val, Y_val, sw_val)
@@ -984,11 +988,18 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             )
             validation = (X[idx_val], Y[idx_val], sample_weight[idx_val])
             X, Y, sample_weight = X[idx_train], Y[idx_train], sample_weight[idx_train]
-            validation_labels = np.asarray(y)[idx_val]
-            y = np.asarray(y)[idx_train]
+            # (y as given, a sparse indicator matrix as its dense array)
+            labels = y.toarray() if sp.issparse(y) else np.asarray(y)
+            validation_labels, y = labels[idx_val], labels[idx_train]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
                                  "early-stopping split have zero sample_weight.")
+            if not np.sum(validation[2]) > 0:
+                raise ValueError("All samples of the early-stopping split's "
+                                 "validation set have zero sample_weight: its "
+                                 "score would be undefined. Pass X_val, y_val "
+                                 "and sample_weight_val, or set "
+                                 "early_stopping=False.")
 
         plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
         batch_size = plan.batch_size

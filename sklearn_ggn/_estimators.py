@@ -211,9 +211,11 @@ _SHARED_PARAMETERS = """
         the parameters of the best validation score. The validation data are
         ``X_val, y_val`` when given to ``fit``, otherwise a held-out
         ``validation_fraction`` of the training data (stratified for
-        classifiers), which the model never trains on. When the split cannot
-        work (too few rows, or a class with one row) the fit warns and
-        trains on all rows without early stopping. The validation score then
+        classifiers), which the model never trains on. When the split is
+        too small (fewer than two validation rows, or than one of each class
+        on either side) the fit warns and trains on all rows without early
+        stopping; a class of one row raises a ValueError, as MLPClassifier's
+        stratified split does. The validation score then
         decides alone when the fit ends: the adaptive damping's stalled
         epochs still raise the damping but do not stop a fit whose
         validation score improves.

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 from sklearn.exceptions import ConvergenceWarning
@@ -235,6 +236,22 @@ def test_early_stopping_keeps_best_validation_weights():
     assert clf.best_loss_ is None  # as MLPClassifier under early stopping
 
 
+def test_validation_rows_without_weight_are_named():
+    """A validation side of zero weight: an error naming it before the fit,
+    not r2_score's after the first epoch."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 3)
+    weights = np.zeros(200)
+    weights[0] = 1.0  # (a training row of the split of random_state=0)
+    with pytest.raises(ValueError, match="validation set have zero sample_weight"):
+        GGNScoreRegressor(early_stopping=True, random_state=0).fit(
+            X, X[:, 0], sample_weight=weights)
+    with pytest.raises(ValueError, match="sample_weight_val is zero"):
+        GGNScoreRegressor(early_stopping=True).fit(
+            X, X[:, 0], X_val=X[:10], y_val=X[:10, 0],
+            sample_weight_val=np.zeros(10))
+
+
 def test_warm_start_may_switch_on_early_stopping():
     X, y = classification_data(n=100)
     clf = GGNScoreClassifier(n_hidden=8, batch_size=32, max_iter=2, random_state=0)
@@ -391,6 +408,12 @@ def test_multilabel_mini_batches_early_stopping_and_partial_fit():
     assert not np.allclose(proba.sum(axis=1), 1.0)  # independent labels
     np.testing.assert_array_equal(clf.classes_, np.arange(4))
     assert clf.score(X, Y) > 0.4 and clf.batch_size_ == 32
+    # a sparse indicator matrix is the same targets (it crashed the split)
+    sparse = GGNScoreClassifier(n_hidden=16, batch_size=32, early_stopping=True,
+                                max_iter=30, random_state=0).fit(
+        X, sp.csr_matrix(Y))
+    np.testing.assert_array_equal(sparse.predict_proba(X), proba)
+    assert sparse.validation_scores_ == clf.validation_scores_
     stream = GGNScoreClassifier(n_hidden=16, random_state=0)
     for start in range(0, 300, 100):
         stream.partial_fit(X[start:start + 100], Y[start:start + 100])
