@@ -395,6 +395,12 @@ def _solver_state_from_dict(plain):
     return SolverState(damping=damping, **plain)
 
 
+def _no_posterior(reason):
+    """The posterior's attributes of a fit that has none, and why."""
+    return {"_laplace": None, "uncertainty_": None,
+            "log_marginal_likelihood_": None, "_laplace_unavailable": reason}
+
+
 def _kappa(scaling, n_hidden):
     if scaling == "ntk":
         return 1.0 / np.sqrt(n_hidden)
@@ -488,7 +494,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted estimator names no type but the estimator's own class; the
         Laplace posterior computed (not the training rows it is computed
         from)."""
-        if self.__dict__.get("_posterior_inputs") is not None:
+        cache = self.__dict__.get("_posterior_cache")
+        if cache is not None and cache["state"] is None:
             self._posterior()
         state = super().__getstate__()
         solver_state = state.get("_solver_state")
@@ -513,6 +520,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, dict):
             state = dict(state, _solver_state=_solver_state_from_dict(solver_state))
+        if "_posterior_state" in state:  # stored by 0.9.1 and before
+            state = dict(state)
+            state["_posterior_cache"] = {
+                "state": state.pop("_posterior_state"),
+                "inputs": state.pop("_posterior_inputs", None), "params": None}
         super().__setstate__(state)
 
     # ---------------------------------------------------------------- hooks
@@ -1095,12 +1107,18 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         fitted.update(records.attributes(result, early_stopping))
         # the Laplace posterior is computed on first use (_posterior): a fit
         # that never asks for intervals, the evidence or the probit
-        # predictive does not pay its Gram over all rows
-        fitted.update(_posterior_inputs=(X, Y, sample_weight, float(tau),
-                                         np.array(theta, dtype=np.float64),
-                                         bool(incremental),
-                                         dict(target_attributes)),
-                      _posterior_state=None)
+        # predictive does not pay its Gram over all rows. Its inputs are kept
+        # in a cache of their own, with the parameters of this fit (a later
+        # set_params does not change what this fit's posterior is); a fit
+        # without a posterior keeps no rows.
+        reason = self._posterior_unavailable(incremental, tau)
+        fitted["_posterior_cache"] = (
+            {"state": _no_posterior(reason), "inputs": None, "params": None}
+            if reason is not None else
+            {"state": None, "params": self.get_params(deep=False),
+             "inputs": (X, Y, sample_weight, float(tau),
+                        np.array(theta, dtype=np.float64), bool(incremental),
+                        dict(target_attributes))})
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
@@ -1143,22 +1161,26 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     def _posterior(self):
         """The Laplace posterior's attributes (``_laplace``,
         ``uncertainty_``, ``log_marginal_likelihood_``, ...), computed on
-        first use from the fit's rows (with the parameters then in force)
-        and kept; the rows are released then."""
-        state = self.__dict__.get("_posterior_state")
-        if state is not None:
-            return state
-        inputs = self.__dict__.get("_posterior_inputs")
-        if inputs is None:
+        first use from the fit's rows with the fit's parameters and kept in
+        the fit's cache (the estimator's attributes stay as the fit left
+        them: a cached function of the fitted state); the rows are released
+        then."""
+        cache = self.__dict__.get("_posterior_cache")
+        if cache is None:
             raise NotFittedError(f"This {type(self).__name__} instance is not "
                                  "fitted yet. Call 'fit' with appropriate "
                                  "arguments before using this estimator.")
-        X, Y, sample_weight, tau, theta, incremental, target = inputs
-        network = self._network(X.shape[1], Y.shape[1])
-        state = self._posterior_attributes(network, X, Y, sample_weight, tau,
-                                           theta, incremental, target)
-        self.__dict__.update(_posterior_state=state, _posterior_inputs=None)
-        return state
+        if cache["state"] is None:
+            X, Y, sample_weight, tau, theta, incremental, target = cache["inputs"]
+            # the estimator as it was fitted (its parameters then)
+            fitted = type(self).__new__(type(self))
+            fitted.__dict__.update(self.__dict__)
+            fitted.__dict__.update(cache["params"])
+            network = fitted._network(X.shape[1], Y.shape[1])
+            state = fitted._posterior_attributes(network, X, Y, sample_weight,
+                                                 tau, theta, incremental, target)
+            cache.update(state=state, inputs=None, params=None)
+        return cache["state"]
 
     @property
     def uncertainty_(self):
@@ -1180,12 +1202,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         ``noise_variance_``."""
         from . import _laplace
 
-        attributes = {"_laplace": None, "uncertainty_": None,
-                      "log_marginal_likelihood_": None}
         reason = self._posterior_unavailable(incremental, tau)
         if reason is not None:
-            attributes["_laplace_unavailable"] = reason
-            return attributes
+            return _no_posterior(reason)
+        attributes = {"_laplace": None, "uncertainty_": None,
+                      "log_marginal_likelihood_": None}
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X.astype(np.float64, copy=False),
                           Y.astype(np.float64, copy=False),

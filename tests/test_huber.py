@@ -132,6 +132,7 @@ def test_one_fit_call_is_one_step_from_user_weights(linear_solver, step):
     sw = rng.uniform(0.5, 2.0, b)
     est = GGNScoreRegressor(
         loss="huber", epsilon=epsilon, standardize_target=False, n_hidden=n,
+        input_transform=None,  # (the oracle's network sees X as given)
         batch_size=None, warm_start=True, max_iter=1, line_search=False,
         tau=1e-3, mu=0.8, linear_solver=linear_solver,
         curvature="exact" if step == "paper" else "auto",

@@ -397,21 +397,65 @@ def test_the_posterior_is_computed_on_first_use_and_kept():
 
     X, y, X_test = _data(m=40)
     reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
-    assert reg._posterior_state is None and reg._posterior_inputs is not None
+    cache = reg._posterior_cache
+    assert cache["state"] is None and cache["inputs"] is not None
+    before = dict(reg.__dict__)
     mean, std = reg.predict(X_test, return_std=True)
-    assert reg._posterior_state is not None and reg._posterior_inputs is None
+    assert cache["state"] is not None and cache["inputs"] is None
+    # predicting changed none of the estimator's attributes (the cache is the
+    # fit's own object, now holding the posterior)
+    assert reg.__dict__ == before and reg._posterior_cache is cache
     evidence = reg.log_marginal_likelihood_
     np.testing.assert_array_equal(reg.predict(X_test, return_std=True)[1], std)
     # the same fit, its posterior first asked for by pickling
     other = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
     loaded = pickle.loads(pickle.dumps(other))
-    assert loaded._posterior_inputs is None
+    assert loaded._posterior_cache["inputs"] is None
     assert loaded.log_marginal_likelihood_ == evidence
     np.testing.assert_array_equal(loaded.predict(X_test, return_std=True)[1], std)
     # a refit replaces the posterior of the previous fit
     reg.set_params(tau=1.0).fit(X, y)
-    assert reg._posterior_state is None
+    assert reg._posterior_cache["state"] is None
     assert reg.log_marginal_likelihood_ != evidence
+
+
+def test_the_posterior_is_the_fits_whatever_the_parameters_after_it():
+    """Parameters set after a fit do not change its posterior (the
+    structure, the prior's μ): it is the fitted model's, computed on first
+    use with the parameters of the fit."""
+    import copy
+
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    twin = copy.deepcopy(reg).set_params(uncertainty="last_layer", mu=0.01)
+    assert twin.uncertainty_ == reg.uncertainty_ == "dual"
+    assert twin.log_marginal_likelihood_ == reg.log_marginal_likelihood_
+    np.testing.assert_array_equal(twin.predict(X_test, return_std=True)[1],
+                                  reg.predict(X_test, return_std=True)[1])
+
+
+def test_a_fit_without_a_posterior_keeps_no_rows():
+    X, y, _ = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, uncertainty=None,
+                            random_state=0).fit(X, y)
+    assert reg._posterior_cache["inputs"] is None
+    assert reg.uncertainty_ is None and reg.log_marginal_likelihood_ is None
+    with pytest.raises(ValueError, match="uncertainty=None"):
+        reg.predict(X, return_std=True)
+
+
+def test_a_posterior_stored_by_an_earlier_version_loads():
+    """A pickle of 0.9.1 held the computed posterior as
+    ``_posterior_state`` (and ``_posterior_inputs=None``)."""
+    X, y, X_test = _data(m=40)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    std = reg.predict(X_test, return_std=True)[1]
+    state = reg.__getstate__()
+    cache = state.pop("_posterior_cache")
+    state.update(_posterior_state=cache["state"], _posterior_inputs=None)
+    old = GGNScoreRegressor.__new__(GGNScoreRegressor)
+    old.__setstate__(state)
+    np.testing.assert_array_equal(old.predict(X_test, return_std=True)[1], std)
 
 
 def test_copies_do_not_compute_the_posterior():
@@ -422,9 +466,10 @@ def test_copies_do_not_compute_the_posterior():
     X, y, X_test = _data(m=40)
     reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
     for twin in (copy.copy(reg), copy.deepcopy(reg)):
-        assert twin._posterior_state is None and twin._posterior_inputs is not None
+        assert twin._posterior_cache["state"] is None
+        assert twin._posterior_cache["inputs"] is not None
         np.testing.assert_array_equal(twin.predict(X_test), reg.predict(X_test))
-    assert reg._posterior_state is None
+    assert reg._posterior_cache["state"] is None
 
 
 @pytest.mark.parametrize("K", [1, 4])

@@ -164,9 +164,10 @@ def test_mini_batch_rule_counts_rows_as_frequencies_and_is_capped():
     w[-50:] = 0.0
     assert _fit(GGNScoreClassifier(**kw), X, y).tau_ == 1 / 300
     assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=w).tau_ == 1 / 350
-    # class weights re-weigh the classes, not the count of rows
-    assert _fit(GGNScoreClassifier(class_weight={0: 5.0, 1: 1.0}, **kw),
-                X, y).tau_ == 1 / 300
+    # class weights count as compute_sample_weight's weights passed as
+    # sample_weight do (as in full batch): a row of class 0 five times
+    weighted = _fit(GGNScoreClassifier(class_weight={0: 5.0, 1: 1.0}, **kw), X, y)
+    assert weighted.tau_ == 1 / (5.0 * np.sum(y == 0) + np.sum(y == 1))
     # a scalar 0.5 halves the count; weights normalized to one would give
     # τ = 1 — capped at the full-batch cap
     assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=0.5).tau_ == 1 / 150

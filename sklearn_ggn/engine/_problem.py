@@ -28,11 +28,11 @@ class Batch:
         Targets.
     s : ndarray of shape (b,)
         The rows' weights in the risk ``Σ_k s_k ℓ_k``: normalised to sum to
-        one over all rows, relative to the mean weight in a mini-batch
-        (:meth:`Problem.batch`).
+        one, or relative to the mean weight of all rows for a step's
+        mini-batch (:meth:`Problem.batch`).
     weight : float
-        What the rows weigh in an epoch's means: their total sample weight
-        (all rows), ``b`` times the mean weight (a mini-batch).
+        What the rows weigh in an epoch's means: their total sample weight,
+        ``b`` times the mean weight for a step's mini-batch.
     """
 
     Xa: np.ndarray
@@ -125,32 +125,31 @@ class Problem:
         """Working precision of θ and the data."""
         return self.Xa.dtype
 
-    def batch(self, idx=None):
+    def batch(self, idx=None, step=False):
         """The :class:`Batch` of rows ``idx`` (an integer index array; all
         rows when None), or None when their weights sum to zero.
 
-        All rows: the weights normalized to sum to one. A mini-batch of
-        ``b`` rows: each weight over ``b`` times the mean weight of all rows,
-        ``s_k = w_k / (b w̄)``, so that the batch's risk is an unbiased
-        estimate of the weighted risk of all rows (a batch of light rows
-        weighs little; normalizing within the batch would give it the step
-        of a heavy one, and extreme class weights inverted a fit). With equal
-        weights both are ``1/b``."""
-        if idx is None:
-            s, w_sum = normalized_weights(self.sample_weight)
-            if w_sum <= 0:
-                return None
-            return Batch(self.Xa, self._Y, s.astype(self.Xa.dtype, copy=False),
-                         w_sum)
-        w = self.sample_weight.take(idx)
-        _, w_sum = normalized_weights(w)
+        The rows' weights normalized to sum to one: the problem on those
+        rows. With ``step=True`` (a mini-batch of the epoch's steps, ``b``
+        rows) each weight over ``b`` times the mean weight of all rows
+        instead, ``s_k = w_k / (b w̄)``, so that the batch's risk is an
+        unbiased estimate of the weighted risk of all rows (a batch of
+        light rows weighs little; normalized within the batch it took the
+        step of a heavy one, and extreme class weights inverted a fit). With
+        equal weights both are ``1/b``."""
+        w = self.sample_weight if idx is None else self.sample_weight.take(idx)
+        s, w_sum = normalized_weights(w)
         if w_sum <= 0:
             return None
-        # (b w̄ in w's dtype, as normalized_weights divides by its total)
-        scale = w.dtype.type(len(idx) * self._mean_weight)
-        s = (w / scale).astype(self.Xa.dtype, copy=False)
-        return Batch(_rows(self.Xa, idx), self._Y.take(idx, axis=0), s,
-                     len(idx) * self._mean_weight)
+        weight = w_sum
+        if step and idx is not None:
+            # (b w̄ in w's dtype, as normalized_weights divides by its total)
+            weight = len(idx) * self._mean_weight
+            s = w / w.dtype.type(weight)
+        s = s.astype(self.Xa.dtype, copy=False)
+        if idx is None:
+            return Batch(self.Xa, self._Y, s, weight)
+        return Batch(_rows(self.Xa, idx), self._Y.take(idx, axis=0), s, weight)
 
     def regularization(self, theta):
         """``g(θ) = τ Σ ḡ(θ_i)``."""

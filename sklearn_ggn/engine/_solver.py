@@ -348,7 +348,7 @@ class Solver:
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
         for idx in batches:
-            batch = problem.batch(idx)
+            batch = problem.batch(idx, step=True)
             if batch is None:
                 continue
             current = problem.evaluate(theta, batch)
