@@ -1237,6 +1237,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
         posterior["noise_variance"] = sigma2
         posterior["n_weighted"] = float(np.sum(sample_weight, dtype=np.float64))
+        entries = posterior["n_weighted"] * network.n_outputs
+        if sigma2 is not None and entries - posterior["dof"] < 1.0:
+            warnings.warn(
+                "The noise variance cannot be estimated: the fit spends "
+                f"{posterior['dof']:.3g} effective parameters on {entries:.3g} "
+                "training targets, so its residuals say nothing of the noise "
+                "and the predictive standard deviations are not meaningful. "
+                "Use more rows or a larger tau.", UserWarning)
         attributes.update(_laplace=posterior, uncertainty_=structure,
                           _laplace_unavailable=None,
                           **self._evidence_attributes(log_z, sigma2, posterior,

@@ -710,7 +710,15 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                 scale = np.where(center > tiny, center, 1.0)
             else:
                 mean = center
-                std = np.sqrt(s @ (Y - center) ** 2)
+                with np.errstate(over="ignore"):
+                    std = np.sqrt(s @ (Y - center) ** 2)
+                if not np.all(np.isfinite(std)):
+                    # targets near the largest float: their squares overflow;
+                    # the same moments of y over its largest magnitude
+                    top = np.abs(Y).max(axis=0)
+                    top = np.where(top > 0, top, 1.0)
+                    Z = Y / top
+                    std = top * np.sqrt(s @ (Z - s @ Z) ** 2)
                 scale = np.where(std > tiny, std, 1.0)
         return {"target_mean_": mean, "target_scale_": scale}
 
@@ -890,8 +898,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         precision scaled by the evidence at the fitted weights) shrinks it
         to ``f / sqrt(1 + π v / 8)`` before the softmax; without a
         posterior (``uncertainty_`` None) the ``"map"`` probabilities.
-        ``predict`` and ``decision_function`` always use the fitted logits.
-        The default follows the measurements of the user guide: the probit
+        ``predict`` and ``decision_function`` always use the fitted logits,
+        so with several classes a row near a boundary can be predicted a
+        class other than the argmax of its probit probabilities (each logit
+        is shrunk by its own variance). The default follows the measurements of the user guide: the probit
         lowered the log-loss and calibration error on a noisy generated
         task and raised both on digits and breast_cancer.
 
@@ -1042,6 +1052,12 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         # has just computed: once validated, type_of_target answers it by
         # is_multilabel first (a third of its time on a 1-d y)
         multilabel = is_multilabel(y)
+        if y.ndim == 2 and not multilabel:
+            raise ValueError(
+                "Multioutput target data is not supported with label "
+                f"binarization: y has {y.shape[1]} columns of class labels; "
+                f"{type(self).__name__} takes one label per row or a "
+                "multilabel indicator matrix (columns of 0 and 1).")
         if reset:
             warm = self.warm_start and hasattr(self, "classes_")
             previous = self.classes_ if warm else None

@@ -4,6 +4,8 @@ J of the outputs (tests/naive.py, its own parameter layout), the explicit
 precision ``P = (N K / σ²)(Σ_k (s_k/K) J_kᵀ J_k + τ diag ḡ''(θ*))`` and its
 explicit inverse and log-determinant."""
 
+import warnings
+
 import numpy as np
 import pytest
 from naive import DenseNetwork
@@ -490,3 +492,16 @@ def test_last_layer_gram_is_the_sum_over_explicit_rows(K, fit_intercept):
     rho = net.forward(theta, Xa).rho
     np.testing.assert_allclose(_laplace._last_layer_gram(net, rho, A),
                                Jt.T @ Jt, rtol=1e-12, atol=1e-12)
+
+
+def test_a_fit_without_residual_degrees_of_freedom_warns():
+    """One row: the fit interpolates it, σ̂² is its zero residual and every
+    predictive std is ~1e-154; that says nothing of the noise, and says so."""
+    X, y, X_test = _data(m=40)
+    one = GGNScoreRegressor(n_hidden=6, random_state=0).fit(X[:1], y[:1])
+    with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
+        one.predict(X_test, return_std=True)
+    reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        reg.predict(X_test, return_std=True)

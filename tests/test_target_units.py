@@ -131,3 +131,22 @@ def test_validation_scores_do_not_depend_on_units():
                                base.history_["validation_score"], rtol=1e-6)
     assert moved.history_["validation_score"][-1] == pytest.approx(
         moved.score(X[60:], 1e3 * y[60:] - 5))
+
+
+@pytest.mark.parametrize("factor", [1e155, 1e300])
+def test_targets_near_the_largest_float_have_a_finite_scale(factor):
+    """y · 1e155 squares beyond the largest float: the standard deviation is
+    taken over y's largest magnitude instead (it was inf, and so were the
+    predictions), and the fit is the fit of y in other units."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 4)
+    y = X[:, 0] - 0.5 * X[:, 1] ** 2
+    kw = dict(n_hidden=6, max_iter=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = GGNScoreRegressor(**kw).fit(X, y)
+        big = GGNScoreRegressor(**kw).fit(X, y * factor)
+    np.testing.assert_allclose(big.target_scale_ / factor, plain.target_scale_,
+                               rtol=1e-12)
+    np.testing.assert_allclose(big.predict(X) / factor, plain.predict(X),
+                               rtol=1e-9, atol=1e-12)
