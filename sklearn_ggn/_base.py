@@ -642,7 +642,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             weights["output_intercept"] = b_o
         return weights
 
-    def _input_statistics(self, X, sample_weight, fresh_start):
+    def _input_statistics(self, X, sample_weight, fresh_start, incremental=False):
         """``(input_center_, input_scale_)`` of this fit: from the training
         rows on a fresh start (``input_transform="robust_clip"``, dense X),
         else those of the fit whose weights are reused (a warm start or
@@ -652,7 +652,21 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         if not fresh_start and "input_center_" in self.__dict__:
             return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
-            return robust_clip_statistics(X, sample_weight)
+            center, scale = robust_clip_statistics(X, sample_weight)
+            if incremental and not np.all(scale > 0):
+                # the first partial_fit chunk sets the map for the stream: a
+                # column constant in it (a level absent from it, every column
+                # of a one-row chunk) is centered, not zeroed for good
+                constant = int(np.sum(~(scale > 0)))
+                warnings.warn(
+                    f"{constant} of the {scale.size} input columns are constant "
+                    "in the first partial_fit chunk, which fixes the input map "
+                    "(input_transform='robust_clip') for the whole stream: they "
+                    "are centered on that value and not scaled. Give partial_fit "
+                    "a representative first chunk, or scale the inputs yourself "
+                    "and set input_transform=None.", UserWarning)
+                scale = np.where(scale > 0, scale, 1.0)
+            return center, scale
         return None, None
 
     def _network_inputs(self, X, augmented=False):
@@ -1025,7 +1039,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # compute in X's dtype.
         work = np.float64 if plan.float64_work else dtype
         # the inputs the network sees (input_transform)
-        center, scale = self._input_statistics(X, sample_weight, fresh_start)
+        center, scale = self._input_statistics(X, sample_weight, fresh_start,
+                                               incremental)
         inputs = {"input_center_": center, "input_scale_": scale}
         fitted.update(inputs)
         # (mapped straight into the augmented array the steps read, when X's

@@ -304,10 +304,13 @@ _SHARED_PARAMETERS = """
         (counts, money, rare pixels); the map is monotone, so nothing is lost
         that the network cannot undo. The statistics (``input_center_``,
         ``input_scale_``) come from the training rows of the first fit and
-        are kept by warm starts and ``partial_fit``. It composes with a
-        ``StandardScaler`` in front (an affine map changes none of its
-        results). Sparse ``X`` is passed as given (centering would densify
-        it). ``None``: the network sees ``X`` as given (the paper's
+        are kept by warm starts and ``partial_fit`` (the first
+        ``partial_fit`` chunk fixes them for the stream: a column constant
+        in it is centered and not scaled, with a warning). It composes with
+        a ``StandardScaler`` in front (an affine map changes none of its
+        results). A fit on sparse ``X`` passes it as given (centering would
+        densify it); sparse ``X`` given to a model fitted on dense ``X`` is
+        mapped as its dense rows. ``None``: the network sees ``X`` as given (the paper's
         setting; standardize ``X`` yourself). The evidence for the default
         is on the documentation's defaults page.
 """
@@ -773,7 +776,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights.
+            Non-negative weights, relative to the mean weight of this call's
+            rows (each call is a pass over its own chunk).
 
         Returns
         -------
@@ -1189,7 +1193,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             All classes; required on the first call unless ``y`` has them all.
             On a later call it must equal ``classes_``.
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights.
+            Non-negative weights, relative to the mean weight of this call's
+            rows (each call is a pass over its own chunk).
 
         Returns
         -------

@@ -25,7 +25,8 @@ that light-tailed columns keep unit variance (with the IQR scale alone a
 uniform column shrank to 0.74 of it and a non-linear task of such columns
 lost 0.02).
 
-Sparse inputs are passed as given: centering would densify them.
+A fit on sparse inputs passes them as given: centering would densify them
+(sparse inputs to a model fitted on dense ones are mapped as dense rows).
 """
 
 import numpy as np

@@ -456,3 +456,22 @@ def test_binary_probabilities_keep_precision_near_one():
         # underflows past z ~ 88)
         near_one = (z > 20) & (z < 80)
         assert near_one.any() and np.all(proba[near_one, 0] > 0)
+
+
+@pytest.mark.parametrize("chunk", [1, 8])
+def test_partial_fit_learns_from_small_chunks(chunk):
+    """A chunk of one batch is an epoch of one step whose rows judge the last
+    call's step (the adaptive damping's test on the next batch): streams of
+    8-row chunks diverged on 119 of 125 calls and stayed at chance, as did
+    one-row streams."""
+    X, y = make_classification(2000, 5, n_informative=4, n_redundant=0,
+                               n_classes=3, random_state=0)
+    X = StandardScaler().fit_transform(X)
+    clf = GGNScoreClassifier(n_hidden=16, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for start in range(0, 1000, chunk):
+            clf.partial_fit(X[start:start + chunk], y[start:start + chunk],
+                            classes=[0, 1, 2])
+    assert not [w for w in caught if "diverged" in str(w.message)]
+    assert clf.score(X[1000:], y[1000:]) > 0.7

@@ -114,6 +114,11 @@ class SolverState:
         Steps taken so far.
     damping : object or None
         The damping strategy with its adapted state (``AdaptiveDamping``).
+    step_from : ndarray or None
+        Between ``partial_fit`` calls: θ before the last call's last step,
+        which the next call's first batch judges (the adaptive damping's
+        test on the next batch; a call of one batch would otherwise never
+        be judged, and small chunks diverged). Not stored by pickling.
     """
 
     initial_objective: float = None
@@ -121,6 +126,7 @@ class SolverState:
     n_iter: int = 0
     n_steps: int = 0
     damping: object = None
+    step_from: object = None
 
     def new_objective(self):
         """Go on with another objective (more rows): its epochs are not
@@ -242,7 +248,10 @@ class Solver:
 
     def _loop(self, problem, theta0, rng, callback, state, time_offset):
         theta = theta0
-        full_batch = self.batching.full_batch(problem.n_samples)
+        # (a partial_fit chunk of one batch is an epoch of one step: the
+        # adaptive damping judges the last call's step on its rows)
+        full_batch = (self.batching.full_batch(problem.n_samples)
+                      and self.epochs_are_passes)
         self._carries_evaluation = full_batch
         history = []
         status, reason = "max_iter", f"maximum iterations ({self.max_iter}) reached"
@@ -347,6 +356,8 @@ class Solver:
         last = None
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
+        if not self.epochs_are_passes:  # partial_fit: the last call's step
+            previous = _carried(state.step_from, theta)
         for idx in batches:
             batch = problem.batch(idx, step=True)
             if batch is None:
@@ -378,6 +389,8 @@ class Solver:
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, None, state)
+        if not self.epochs_are_passes:
+            state.step_from = previous
         sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
         return theta, sums, weight_total
 
@@ -529,6 +542,14 @@ class GradientDescentSolver(Solver):
         direction = problem.risk_gradient(theta, batch, current)
         return _Step(theta - self.learning_rate * direction, current, None,
                      self.learning_rate)
+
+
+def _carried(previous, theta):
+    """θ before the last call's last step, in θ's dtype, or None when
+    there is none (or it is of another network)."""
+    if previous is None or np.shape(previous) != theta.shape:
+        return None
+    return np.asarray(previous, dtype=theta.dtype)
 
 
 def _settings(damping):
