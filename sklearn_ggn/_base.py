@@ -401,6 +401,14 @@ def _no_posterior(reason):
             "log_marginal_likelihood_": None, "_laplace_unavailable": reason}
 
 
+def _fitting_posterior():
+    """The posterior cache of the copies that score a model during its fit
+    (validation scores, scikit-learn's callbacks): none, so that they use
+    the fitted logits (a probit predictive needs the final weights')."""
+    return {"state": _no_posterior("the model is being fitted"),
+            "inputs": None, "params": None}
+
+
 def _kappa(scaling, n_hidden):
     if scaling == "ntk":
         return 1.0 / np.sqrt(n_hidden)
@@ -1102,9 +1110,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             else 0.0
         solver = self._make_solver(problem, plan)
         records = _Records(self, reuse, early_stopping)
+        # (the epochs' reconstructions for scikit-learn's callbacks: the
+        # weights, the input and target maps, no posterior)
         monitor = _Monitor(self, network, problem.loss, validation, early_stopping,
                            records, theta0, solver.max_iter, training, dtype,
-                           inputs)
+                           {**target_attributes, **inputs,
+                            "_posterior_cache": _fitting_posterior()})
         state = (copy.deepcopy(self._solver_state)
                  if records.continued and hasattr(self, "_solver_state") else None)
         if state is not None and getattr(self, "tau_", tau) != tau:
@@ -1315,7 +1326,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # feature names, it does not warn about them
         current = copy.copy(self)
         current.__dict__.pop("feature_names_in_", None)
-        current.__dict__.update(target_attributes)
+        current.__dict__.update(target_attributes,
+                                _posterior_cache=_fitting_posterior())
 
         def score(network, theta, outputs, risk, Y, sw):
             for name, value in self._weights(network, theta, dtype).items():

@@ -905,7 +905,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         ``predict`` and ``decision_function`` always use the fitted logits,
         so with several classes a row near a boundary can be predicted a
         class other than the argmax of its probit probabilities (each logit
-        is shrunk by its own variance). The default follows the measurements of the user guide: the probit
+        is shrunk by its own variance). During a fit, validation scores and
+        scikit-learn's callbacks score the epochs' weights with the
+        ``"map"`` probabilities (the posterior is the final weights'). The
+        default follows the measurements of the user guide: the probit
         lowered the log-loss and calibration error on a noisy generated
         task and raised both on digits and breast_cancer.
 

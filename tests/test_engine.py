@@ -1,9 +1,12 @@
 """The engine's units on their own: no estimator involved unless stated."""
 
+import warnings
+
 import numpy as np
 import pytest
 from naive import DenseNetwork
 from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -487,3 +490,39 @@ def test_stall_thresholds_are_counted_in_steps_of_work():
         d.end_epoch(1.0, n_steps=steps)
         d.end_epoch(0.995, n_steps=steps)
         assert d.stalls == int(small), steps
+
+
+def test_scoring_monitor_scores_the_regressor_in_its_target_units():
+    """The epochs' reconstructions carry the target map (its R² per epoch was
+    -6.3 on a fit whose score is 0.99)."""
+    from sklearn.callback import ScoringMonitor
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(600, 5, noise=1.0, random_state=0)
+    y = 100.0 + 50.0 * y
+    reg = GGNScoreRegressor(batch_size=64, max_iter=4, early_stopping=False,
+                            random_state=0)
+    monitor = ScoringMonitor(scoring="r2")
+    reg.set_callbacks(monitor)
+    with pytest.warns(ConvergenceWarning):
+        reg.fit(X, y)
+    rows = [r for r in monitor.get_logs().data if r["task_name"] == "epoch"]
+    assert rows[-1]["r2"] == pytest.approx(reg.score(X, y), rel=1e-9)
+
+
+@pytest.mark.parametrize("early_stopping", ["auto", True])
+def test_probit_with_a_probability_scorer_fits(early_stopping):
+    """Validation scores during the fit use the MAP probabilities (the
+    posterior is the final weights'): the probit predictive with
+    scoring="neg_log_loss" raised NotFittedError mid-fit."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(1500, 8, n_informative=4, n_classes=3,
+                               random_state=0)
+    clf = GGNScoreClassifier(predictive="probit", scoring="neg_log_loss",
+                             early_stopping=early_stopping, max_iter=20,
+                             random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert np.all(np.isfinite(clf.predict_proba(X)))
