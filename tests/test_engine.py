@@ -300,6 +300,25 @@ def test_mini_batch_risks_add_up_to_the_weighted_risk():
                                   np.full(8, 1 / 8))
 
 
+def test_epoch_means_count_batches_of_zero_weight():
+    """0/1 weights that leave whole batches empty: the epoch's mean risk
+    still estimates the weighted risk of all rows (the empty batches'
+    share counted with no risk; it read 0.13 against 0.09 before)."""
+    problem, _ = quadratic(n=400, d=4, tau=0.0)
+    problem.regularized = False
+    w = (np.random.default_rng(1).random(400) < 0.15).astype(float)
+    problem = Problem(problem.network, problem.loss, problem.regularizer, 0.0,
+                      problem.Xa, problem.Y, w, regularized=False)
+    theta = np.array([0.5, -1.0, 2.0, 0.3])
+    full = problem.evaluate(theta, problem.batch()).risk
+    # a step of 1e-14 leaves θ where it is: the epoch mean is at θ
+    solver = GradientDescentSolver(1e-14, Batching(8, shuffle=True), max_iter=1)
+    result = solver.solve(problem, theta, np.random.RandomState(0))
+    assert sum(problem.batch(idx, step=True) is None for idx in
+               Batching(8, shuffle=True).epoch(400, np.random.RandomState(0))) > 0
+    np.testing.assert_allclose(result.history[0]["risk"], full, rtol=1e-10)
+
+
 def test_no_improvement_counts_consecutive_stalls():
     rule = NoImprovement(tol=0.1, n_iter_no_change=2)
     assert [rule(v, best) for v, best in [(1.0, np.inf), (0.95, 1.0), (0.9, 0.95),

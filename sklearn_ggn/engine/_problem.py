@@ -121,6 +121,12 @@ class Problem:
         return self.Xa.shape[0]
 
     @property
+    def mean_weight(self):
+        """The rows' mean sample weight (a step's batch weighs relative to
+        it)."""
+        return self._mean_weight
+
+    @property
     def dtype(self):
         """Working precision of θ and the data."""
         return self.Xa.dtype

@@ -361,6 +361,13 @@ class Solver:
         for idx in batches:
             batch = problem.batch(idx, step=True)
             if batch is None:
+                # rows of zero weight: no step, and no risk, but their share
+                # of the epoch (b w̄) counts in its means, which estimate
+                # the weighted objective of all rows
+                weight = len(idx) * problem.mean_weight
+                if problem.regularized:
+                    objective_sum += problem.regularization(theta) * weight
+                weight_total += weight
                 continue
             current = problem.evaluate(theta, batch)
             if adaptive and previous is not None:
