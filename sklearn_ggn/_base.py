@@ -557,6 +557,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         """
         return Y, {}
 
+    def _with_class_weight(self, sample_weight, Y):
+        """The sample weights times ``class_weight``'s per-row factors (as
+        ``compute_sample_weight``'s weights passed as ``sample_weight``)."""
+        factor = self._class_sample_weight(Y)
+        return sample_weight if factor is None else sample_weight * factor
+
     def _class_sample_weight(self, Y):
         """Per-row factors of the sample weights from ``class_weight``, or
         None (the regressor; a classifier without class weights)."""
@@ -796,8 +802,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         whose context is one fit) with enough rows for the split, every
         class on both of its sides, some weight on each, and mini-batches on
         the watch's rows as on all of them."""
-        if self.warm_start and hasattr(self, "n_iter_"):
-            return None
+        if self.warm_start and hasattr(self, "hidden_weights_"):
+            return None  # (continuing a fit, or weights set by hand)
         if self.__dict__.get("_skl_callbacks"):
             return None
         epochs = min(_WATCH_EPOCHS, self.max_iter // 2)
@@ -837,18 +843,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             np.arange(n_samples), test_size=n_val,
             random_state=check_random_state(seed), stratify=stratify)
         idx_train, idx_val = np.sort(idx_train), np.sort(idx_val)
-        if not (sample_weight[idx_train].sum() > 0
-                and sample_weight[idx_val].sum() > 0):
-            return None
         # the held-out rows weigh as the fit weighs them (class_weight), and
         # the count of rows for tau="auto" of the watch's fit on part of
         # them is summed as the fits of all rows sum it (class weights too)
-        class_factor = self._class_sample_weight(Y)
-        rows_weight = _rows_weight(sample_weight if class_factor is None
-                                   else sample_weight * class_factor,
-                                   X_checked.dtype)
-        val_weight = sample_weight[idx_val] * (
-            1.0 if class_factor is None else class_factor[idx_val])
+        weighed = self._with_class_weight(sample_weight, Y)
+        if not (weighed[idx_train].sum() > 0 and weighed[idx_val].sum() > 0):
+            return None
+        rows_weight = _rows_weight(weighed, X_checked.dtype)
+        val_weight = weighed[idx_val]
         # rows by position: formats without row indexing become CSR
         if sp.issparse(X) and X.format not in ("csr", "csc"):
             X = X.tocsr()
@@ -940,13 +942,12 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # class weights multiply the sample weights, before the split and the
         # normalization (as compute_sample_weight's weights passed as
         # sample_weight would)
-        class_factor = self._class_sample_weight(Y)
-        if class_factor is not None:
-            sample_weight = sample_weight * class_factor
-            if not sample_weight.sum() > 0:
-                raise ValueError(
-                    "The sample weights times class_weight are zero for every "
-                    f"row (class_weight={self.class_weight!r}): nothing to fit.")
+        sample_weight = self._with_class_weight(sample_weight, Y)
+        if (getattr(self, "class_weight", None) is not None
+                and not sample_weight.sum() > 0):
+            raise ValueError(
+                "The sample weights times class_weight are zero for every "
+                f"row (class_weight={self.class_weight!r}): nothing to fit.")
         # the rows' count for tau="auto" on mini-batches (weights as
         # frequencies, class weights included; the watch's fit on part of
         # the rows takes all rows')
@@ -1027,13 +1028,14 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             validation_labels, y = labels[idx_val], labels[idx_train]
             if not np.sum(sample_weight) > 0:
                 raise ValueError("All samples left for training after the "
-                                 "early-stopping split have zero sample_weight.")
+                                 "early-stopping split have zero weight "
+                                 "(sample_weight times class_weight).")
             if not np.sum(validation[2]) > 0:
                 raise ValueError("All samples of the early-stopping split's "
-                                 "validation set have zero sample_weight: its "
-                                 "score would be undefined. Pass X_val, y_val "
-                                 "and sample_weight_val, or set "
-                                 "early_stopping=False.")
+                                 "validation set have zero weight (sample_weight "
+                                 "times class_weight): its score would be "
+                                 "undefined. Pass X_val, y_val and "
+                                 "sample_weight_val, or set early_stopping=False.")
 
         plan = self._plan(X.shape[0], Y.shape[1], incremental, early_stopping)
         batch_size = plan.batch_size

@@ -191,7 +191,8 @@ _SHARED_PARAMETERS = """
 
     early_stopping : "auto" or bool, default="auto"
         ``"auto"``: an overfitting watch that gives every row back. A fresh
-        mini-batch ``fit`` without ``X_val`` holds out
+        mini-batch ``fit`` without ``X_val`` (not a warm start from fitted
+        weights or weights set by hand) holds out
         ``validation_fraction`` of the rows (at most 500, at least 50,
         stratified for classifiers) for its first 15 epochs (at most half
         of ``max_iter``; below 10 there is no watch, nor with fewer rows to

@@ -246,7 +246,7 @@ def test_validation_rows_without_weight_are_named():
     X = rng.randn(200, 3)
     weights = np.zeros(200)
     weights[0] = 1.0  # (a training row of the split of random_state=0)
-    with pytest.raises(ValueError, match="validation set have zero sample_weight"):
+    with pytest.raises(ValueError, match="validation set have zero weight"):
         GGNScoreRegressor(early_stopping=True, random_state=0).fit(
             X, X[:, 0], sample_weight=weights)
     with pytest.raises(ValueError, match="sample_weight_val is zero"):

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -529,3 +530,46 @@ def test_a_scorer_without_finite_scores_leaves_the_watch_to_the_risk(capsys):
     out = capsys.readouterr().out
     assert "epochs of its least risk (no finite held-out score)" in out
     assert "its score no better" not in out
+
+
+def test_no_watch_from_weights_set_by_hand():
+    """warm_start with weights set by hand starts from them, with the watch
+    as without it (the watch's phases drew new weights)."""
+    X, y = make_classification(1500, 8, random_state=0)
+    rng = np.random.default_rng(0)
+    init = {"hidden_weights_": rng.standard_normal((6, 8)),
+            "output_weights_": rng.standard_normal((6, 1)),
+            "hidden_intercept_": np.zeros(6), "output_intercept_": np.zeros(1)}
+    clf = GGNScoreClassifier(n_hidden=6, warm_start=True, max_iter=20,
+                             store_initial_weights=True, random_state=0)
+    for name, value in init.items():
+        setattr(clf, name, value.copy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert clf.overfitting_watch_ is None
+    np.testing.assert_array_equal(clf.initial_weights_["hidden_weights"],
+                                  init["hidden_weights_"])
+
+
+def test_class_weights_that_empty_the_held_out_side_skip_the_watch():
+    """Held-out rows that carry weight only in a class of class weight 0:
+    the watch steps aside, as for held-out rows of no sample weight (it
+    raised an error about sample_weight_val, a parameter never passed)."""
+    rng = np.random.RandomState(0)
+    n = 1200
+    X = rng.randn(n, 4)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    # the watch's split (its documented rule, the seed random_state=0)
+    idx_train, idx_val = train_test_split(
+        np.arange(n), test_size=min(500, int(np.ceil(0.1 * n))),
+        random_state=check_random_state(0), stratify=y)
+    weights = np.zeros(n)
+    weights[idx_train] = 1.0
+    weights[idx_val[y[idx_val] == 0]] = 1.0
+    clf = GGNScoreClassifier(class_weight={0: 0.0, 1: 1.0}, max_iter=20,
+                             random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y, sample_weight=weights)
+    assert clf.overfitting_watch_ is None
