@@ -883,9 +883,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     uncertainty : {"auto", "dual", "primal", "last_layer"} or None, \
             default="auto"
         The structure of the linearized Laplace posterior over all training
-        rows at the fitted weights (``loss="log_loss"`` only), for ``predictive="probit"`` and
-        ``log_marginal_likelihood_``: ``"dual"`` (exact, kernel form; keeps
-        the training inputs), ``"primal"`` (exact, p × p), ``"last_layer"``
+        rows at the fitted weights (``loss="log_loss"`` only), for
+        ``predictive="probit"`` and ``log_marginal_likelihood_``: ``"dual"``
+        (exact, kernel form; keeps the training inputs), ``"primal"``
+        (exact, p × p), ``"last_layer"``
         (the output layer only, the hidden layer held fixed) or ``"auto"``,
         chosen as for :class:`GGNScoreRegressor` (``"dual"`` while
         ``m·K ≤ 2048``, ``"primal"`` while ``p ≤ 3000``, by the step's cost
@@ -1092,7 +1093,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             if len(labels) < 2 and not multilabel:
                 raise ValueError(
                     f"{type(self).__name__} needs samples of at least 2 classes in "
-                    f"the data, but the data contains only one class: {_plain(labels[0])!r}."
+                    "the data, but the data contains only one class: "
+                    f"{_plain(labels[0])!r}."
                 )
             self.classes_ = labels
             self._multilabel = multilabel
