@@ -372,6 +372,9 @@ def _solver_state_to_dict(state):
     damping strategy as its class name and attributes)."""
     plain = {name: _plain(getattr(state, name)) for name in
              ("initial_objective", "best_objective", "n_iter", "n_steps")}
+    # (partial_fit's last step, judged by the next call: plain floats)
+    plain["step_from"] = (None if state.step_from is None
+                          else np.asarray(state.step_from).tolist())
     damping = state.damping
     if damping is not None:
         if type(damping).__name__ not in _DAMPING_STRATEGIES:
@@ -387,6 +390,8 @@ def _solver_state_from_dict(plain):
     """The :class:`SolverState` stored by :func:`_solver_state_to_dict`."""
     plain = dict(plain)
     damping = plain.pop("damping", None)
+    if plain.get("step_from") is not None:
+        plain["step_from"] = np.asarray(plain["step_from"], dtype=np.float64)
     if damping is not None:
         strategy = _DAMPING_STRATEGIES[damping["strategy"]]
         restored = strategy.__new__(strategy)
@@ -405,8 +410,7 @@ def _fitting_posterior():
     """The posterior cache of the copies that score a model during its fit
     (validation scores, scikit-learn's callbacks): none, so that they use
     the fitted logits (a probit predictive needs the final weights')."""
-    return {"state": _no_posterior("the model is being fitted"),
-            "inputs": None, "params": None}
+    return {"state": _no_posterior("the model is being fitted"), "inputs": None}
 
 
 def _kappa(scaling, n_hidden):
@@ -503,8 +507,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         Laplace posterior computed (not the training rows it is computed
         from)."""
         cache = self.__dict__.get("_posterior_cache")
-        if cache is not None and cache["state"] is None:
-            self._posterior()
+        if cache is not None and cache["inputs"] is not None:
+            # (storing a model says nothing of its noise: that warning is
+            # for the use of its intervals)
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message="The noise variance cannot be estimated")
+                self._posterior()
         state = super().__getstate__()
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
@@ -530,9 +539,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             state = dict(state, _solver_state=_solver_state_from_dict(solver_state))
         if "_posterior_state" in state:  # stored by 0.9.1 and before
             state = dict(state)
-            state["_posterior_cache"] = {
-                "state": state.pop("_posterior_state"),
-                "inputs": state.pop("_posterior_inputs", None), "params": None}
+            state["_posterior_cache"] = {"state": state.pop("_posterior_state"),
+                                         "inputs": None}
+            state.pop("_posterior_inputs", None)
         super().__setstate__(state)
 
     # ---------------------------------------------------------------- hooks
@@ -1140,13 +1149,16 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         # set_params does not change what this fit's posterior is); a fit
         # without a posterior keeps no rows.
         reason = self._posterior_unavailable(incremental, tau)
+        # ("inputs": the rows and the fit's parameters, one value: a thread
+        # reads both or neither)
         fitted["_posterior_cache"] = (
-            {"state": _no_posterior(reason), "inputs": None, "params": None}
+            {"state": _no_posterior(reason), "inputs": None}
             if reason is not None else
-            {"state": None, "params": self.get_params(deep=False),
-             "inputs": (X, Y, sample_weight, float(tau),
-                        np.array(theta, dtype=np.float64), bool(incremental),
-                        dict(target_attributes))})
+            {"state": None,
+             "inputs": ((X, Y, sample_weight, float(tau),
+                         np.array(theta, dtype=np.float64), bool(incremental),
+                         dict(target_attributes)),
+                        self.get_params(deep=False))})
         fitted.update(_rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
@@ -1198,16 +1210,20 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             raise NotFittedError(f"This {type(self).__name__} instance is not "
                                  "fitted yet. Call 'fit' with appropriate "
                                  "arguments before using this estimator.")
-        if cache["state"] is None:
-            X, Y, sample_weight, tau, theta, incremental, target = cache["inputs"]
+        # (one read of the pending inputs; the state is stored before they
+        # are released, so a thread that finds none finds the state: two
+        # threads may both compute it, never neither)
+        pending = cache["inputs"]
+        if pending is not None:
+            (X, Y, sample_weight, tau, theta, incremental, target), params = pending
             # the estimator as it was fitted (its parameters then)
             fitted = type(self).__new__(type(self))
             fitted.__dict__.update(self.__dict__)
-            fitted.__dict__.update(cache["params"])
+            fitted.__dict__.update(params)
             network = fitted._network(X.shape[1], Y.shape[1])
-            state = fitted._posterior_attributes(network, X, Y, sample_weight,
-                                                 tau, theta, incremental, target)
-            cache.update(state=state, inputs=None, params=None)
+            cache["state"] = fitted._posterior_attributes(
+                network, X, Y, sample_weight, tau, theta, incremental, target)
+            cache["inputs"] = None
         return cache["state"]
 
     @property
@@ -1270,9 +1286,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             warnings.warn(
                 "The noise variance cannot be estimated: the fit spends "
                 f"{posterior['dof']:.3g} effective parameters on {entries:.3g} "
-                "training targets, so its residuals say nothing of the noise "
-                "and the predictive standard deviations are not meaningful. "
-                "Use more rows or a larger tau.", UserWarning)
+                "training targets (sample weights count as rows), so its "
+                "residuals say nothing of the noise and the predictive "
+                "standard deviations are not meaningful. Use more rows (or "
+                "weights that count them), or a larger tau.", UserWarning)
         attributes.update(_laplace=posterior, uncertainty_=structure,
                           _laplace_unavailable=None,
                           **self._evidence_attributes(log_z, sigma2, posterior,

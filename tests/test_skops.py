@@ -143,11 +143,14 @@ def test_plain_state_round_trip():
     def is_plain(value):
         if isinstance(value, dict):
             return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
+        if isinstance(value, list):  # (partial_fit's last step: floats)
+            return all(is_plain(v) for v in value)
         return value is None or isinstance(value, (bool, int, float, str))
 
     assert is_plain(plain)
     restored = _solver_state_from_dict(plain)
     assert vars(restored.damping) == vars(est._solver_state.damping)
+    assert_array_equal(restored.step_from, est._solver_state.step_from)
     assert restored.n_steps == est._solver_state.n_steps
 
 

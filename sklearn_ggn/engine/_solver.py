@@ -118,7 +118,7 @@ class SolverState:
         Between ``partial_fit`` calls: θ before the last call's last step,
         which the next call's first batch judges (the adaptive damping's
         test on the next batch; a call of one batch would otherwise never
-        be judged, and small chunks diverged). Not stored by pickling.
+        be judged, and small chunks diverged).
     """
 
     initial_objective: float = None
