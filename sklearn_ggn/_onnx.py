@@ -23,6 +23,8 @@ _ACTIVATION_OPS = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid",
                    "softplus": "Softplus", "identity": "Identity"}
 
 _CLASSIFIER_ALIAS = "SklearnGGNScoreClassifier"
+# the Clip of the input map takes its bounds as inputs from opset 11 on
+MIN_OPSET = 11
 _REGRESSOR_ALIAS = "SklearnGGNScoreRegressor"
 
 
@@ -136,6 +138,12 @@ class _Graph:
     def __init__(self, scope, container, dtype):
         from onnx import TensorProto
 
+        opset = getattr(container, "target_opset", None)
+        if opset is not None and opset < MIN_OPSET:
+            raise NotImplementedError(
+                f"sklearn_ggn's ONNX graphs need opset {MIN_OPSET} or newer (the "
+                f"input map's Clip takes its bounds as inputs); got "
+                f"target_opset={opset}.")
         self.scope, self.container = scope, container
         self.dtype = np.dtype(dtype)
         self.proto = (TensorProto.DOUBLE if self.dtype == np.float64
@@ -218,7 +226,20 @@ def _convert_classifier(scope, operator, container):
 
     est = operator.raw_operator
     graph = _Graph(scope, container, _input_dtype(operator))
-    raw_scores = scope.get_options(est, dict(raw_scores=False))["raw_scores"]
+    options = scope.get_options(est, dict(raw_scores=False, nocl=False))
+    raw_scores = options["raw_scores"]
+    if options["nocl"]:
+        raise NotImplementedError(
+            "The option nocl=True (class indices instead of labels) is not "
+            "supported for GGNScoreClassifier: its graph outputs the labels.")
+    if (not raw_scores and est.predictive == "probit"
+            and est.uncertainty_ is not None):
+        raise NotImplementedError(
+            "The ONNX graph computes the fitted logits' probabilities; this "
+            "classifier's predict_proba is the probit predictive of its "
+            "Laplace posterior, which the graph does not hold. Convert it with "
+            "predictive='map' (set_params; its predictions are the same) or "
+            "with options={'raw_scores': True}.")
     outputs = _network_outputs(graph, est, operator.inputs[0].full_name)
     label_name, scores_name = (operator.outputs[0].full_name,
                                operator.outputs[1].full_name)

@@ -198,3 +198,45 @@ def test_error_without_skl2onnx(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", without_skl2onnx)
     with pytest.raises(ImportError, match=r"sklearn_ggn\[onnx\]"):
         register_onnx_converters()
+
+
+def test_probit_predictive_is_not_exported_silently():
+    """The graph holds no posterior: a classifier whose predict_proba is the
+    probit predictive raises instead of exporting other probabilities (they
+    differed by up to 0.27); predictive="map" and the raw scores convert."""
+    from skl2onnx import to_onnx
+
+    X, y = make_classification(300, 6, n_informative=4, n_classes=3,
+                               random_state=0)
+    clf = GGNScoreClassifier(n_hidden=8, max_iter=8, predictive="probit",
+                             random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    with pytest.raises(NotImplementedError, match="probit predictive"):
+        to_onnx(clf, X[:1].astype(np.float32), target_opset=17)
+    raw = run(clf, X, {id(clf): {"zipmap": False, "raw_scores": True}})[1]
+    assert np.abs(raw - clf.decision_function(X)).max() <= TOL
+    clf.set_params(predictive="map")
+    check_classifier(clf, X)
+
+
+def test_old_opsets_are_named():
+    from skl2onnx import to_onnx
+
+    X, y, est = fitted("regression", "silu", True)
+    with pytest.raises(NotImplementedError, match="opset 11 or newer"):
+        to_onnx(est, X[:1].astype(np.float32), target_opset=10)
+
+
+def test_nocl_is_refused():
+    """nocl=True asks for class indices; the graph outputs the labels (it
+    was accepted and ignored: labels [5 5 6] beside zipmap keys [0, 1, 2])."""
+    from skl2onnx import to_onnx
+
+    X, y = make_classification(200, 5, n_classes=3, n_informative=3,
+                               random_state=0)
+    clf = GGNScoreClassifier(n_hidden=6, max_iter=5, random_state=0).fit(X, y + 5)
+    with pytest.raises(NotImplementedError, match="nocl=True"):
+        to_onnx(clf, X[:1].astype(np.float32), target_opset=17,
+                options={id(clf): {"nocl": True}})
