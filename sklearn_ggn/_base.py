@@ -2,6 +2,7 @@
 fitted attributes. The numerics live in :mod:`sklearn_ggn.engine`."""
 
 import copy
+import inspect
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -411,6 +412,17 @@ def _fitting_posterior():
     (validation scores, scikit-learn's callbacks): none, so that they use
     the fitted logits (a probit predictive needs the final weights')."""
     return {"state": _no_posterior("the model is being fitted"), "inputs": None}
+
+
+def _accepts_sample_weight(scorer):
+    """Whether a scorer takes ``sample_weight`` (scikit-learn's scorers do;
+    a user's callable may be ``scorer(estimator, X, y)``)."""
+    try:
+        parameters = inspect.signature(scorer).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: assume it does
+        return True
+    return any(p.name == "sample_weight" or p.kind is p.VAR_KEYWORD
+               for p in parameters)
 
 
 def _kappa(scaling, n_hidden):
@@ -1347,6 +1359,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         current.__dict__.pop("feature_names_in_", None)
         current.__dict__.update(target_attributes,
                                 _posterior_cache=_fitting_posterior())
+
+        # (a callable of (estimator, X, y) alone scores the rows unweighted)
+        weighted = weighted and _accepts_sample_weight(scorer)
 
         def score(network, theta, outputs, risk, Y, sw):
             for name, value in self._weights(network, theta, dtype).items():

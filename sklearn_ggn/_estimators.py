@@ -245,7 +245,8 @@ _SHARED_PARAMETERS = """
     verbose : bool or int, default=False
         Print one line per iteration/epoch: objective, risk, α, the damping,
         the validation score (with validation data) and time, and which
-        quantity ended the fit.
+        rule ended the fit when one did (reaching ``max_iter`` is the
+        ``ConvergenceWarning``'s to say).
 
     store_initial_weights : bool, default=False
         Keep a copy of the initial weights in ``initial_weights_`` (needed by
@@ -287,8 +288,9 @@ _SHARED_PARAMETERS = """
         - a scorer name (see scikit-learn's ``get_scorer_names``), or a
           callable ``scorer(estimator, X, y)``: called after every
           iteration/epoch on the validation rows with the current weights
-          (with ``sample_weight=`` when the validation rows are weighted).
-          Greater is better.
+          (with ``sample_weight=`` when the validation rows are weighted,
+          as by ``class_weight``, and the callable takes it). Greater is
+          better.
 
     input_transform : {"robust_clip"} or None, default="robust_clip"
         What the network sees of ``X``. ``"robust_clip"``: every column is

@@ -573,3 +573,21 @@ def test_class_weights_that_empty_the_held_out_side_skip_the_watch():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y, sample_weight=weights)
     assert clf.overfitting_watch_ is None
+
+
+def test_a_scorer_of_three_arguments_runs_on_class_weighted_rows():
+    """class_weight weighs the watch's held-out rows; a documented
+    ``scorer(estimator, X, y)`` without sample_weight scores them unweighted
+    (it raised TypeError)."""
+    X, y = make_classification(1500, 8, weights=[0.8], random_state=0)
+
+    def accuracy(estimator, X, y):
+        return float(np.mean(estimator.predict(X) == y))
+
+    clf = GGNScoreClassifier(class_weight="balanced", scoring=accuracy,
+                             max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert clf.overfitting_watch_ is not None
+    assert np.all(np.isfinite(clf.overfitting_watch_["validation_scores"]))
