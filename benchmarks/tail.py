@@ -11,8 +11,10 @@ watch):
 * the watch's split is reproduced (its documented rule:
   ``validation_fraction`` of the rows, at most 500, stratified for
   classifiers, seeded by ``random_state``);
-* GGN-SCORE (defaults, ``early_stopping=False``) is fit on the watch's
-  training rows with the held-out rows as ``X_val``, to its own end: per
+* GGN-SCORE (defaults, ``early_stopping=False``, and the τ of all rows,
+  as the watch takes it) is fit on the watch's training rows with the
+  held-out rows as ``X_val``, to its own end (its first 15 epochs are the
+  default fit's watch, ``tests/test_benchmarks_seams.py``): per
   epoch the held-out risk and score (``history_``) and the test score (a
   ``ScoringMonitor`` whose scorer scores the test rows);
 * the panel's default GGN-SCORE and MLP fits (``panel.fit_and_score``) of
@@ -89,7 +91,11 @@ def curves(task, seed, data):
         mean, std = y_tr.mean(), y_tr.std()
         y_tr, y_te = (y_tr - mean) / std, (y_te - mean) / std
     cls = GGNScoreRegressor if regression else GGNScoreClassifier
-    est = cls(random_state=seed, early_stopping=False)
+    # τ as the watch takes it: tau="auto"'s mini-batch rule, max(1e-4, 1/n)
+    # capped at 0.01, over all n training rows (the watch's fit on part of
+    # them counts them all)
+    tau = min(0.01, max(1e-4, 1.0 / len(y_tr)))
+    est = cls(random_state=seed, early_stopping=False, tau=tau)
     split = watch_split(y_tr, len(y_tr), not regression,
                         est.validation_fraction, seed)
     if split is None:

@@ -173,3 +173,32 @@ def test_the_rule_catches(snippet, package_private):
 ])
 def test_the_rule_allows(snippet, package_private):
     assert not violations(snippet, package_private), snippet
+
+
+def test_tail_benchmark_reproduces_the_watch():
+    """benchmarks/tail.py rebuilds the watch's split and τ from their
+    documented rules: its fit's first 15 epochs are the default fit's watch
+    (the same held-out risks)."""
+    import warnings
+
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from benchmarks.tail import curves
+    from sklearn_ggn import GGNScoreClassifier
+
+    X, y = load_digits(return_X_y=True)
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3,
+                                              random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cur = curves("digits", 0, (X_tr, y_tr, X_te, y_te))
+        model = make_pipeline(StandardScaler(),
+                              GGNScoreClassifier(random_state=0)).fit(X_tr, y_tr)
+    watch = model[-1].overfitting_watch_
+    assert cur["n_val"] == watch["validation_rows"]
+    np.testing.assert_allclose(cur["val_risk"][:watch["epochs"]],
+                               watch["validation_loss_curve"], rtol=1e-10)
