@@ -286,6 +286,8 @@ _MIN_JUDGED = 10
 # at the end (the gap keeps 500 held-out rows of 35 000 from calling the
 # noise of early epochs overfitting: their risk stays within 0.85-1.13 of
 # the training risk).
+# a first partial_fit chunk of fewer rows fixes the input map with a warning
+_MAP_MIN_ROWS = 20
 _WATCH_EPOCHS = 15
 _WATCH_RISE = 0.1
 # ... 7 % for the squared error, whose held-out risk grows slowly where the
@@ -688,19 +690,20 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
             center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental and not np.all(scale > 0):
+            if incremental:
                 # the first partial_fit chunk sets the map for the stream: a
-                # column constant in it (a level absent from it, every column
-                # of a one-row chunk) is centered, not zeroed for good
-                constant = int(np.sum(~(scale > 0)))
-                warnings.warn(
-                    f"{constant} of the {scale.size} input columns are constant "
-                    "in the first partial_fit chunk, which fixes the input map "
-                    "(input_transform='robust_clip') for the whole stream: they "
-                    "are centered on that value and not scaled. Give partial_fit "
-                    "a representative first chunk, or scale the inputs yourself "
-                    "and set input_transform=None.", UserWarning)
+                # column constant in it (a level absent from it, a pixel
+                # never lit there, every column of a one-row chunk) is
+                # centered, not zeroed for good
                 scale = np.where(scale > 0, scale, 1.0)
+                if X.shape[0] < _MAP_MIN_ROWS:
+                    warnings.warn(
+                        "input_transform='robust_clip' takes its statistics "
+                        f"from the first partial_fit chunk, here {X.shape[0]} "
+                        "row(s), and keeps them for the whole stream. Give "
+                        f"partial_fit a first chunk of {_MAP_MIN_ROWS} rows or "
+                        "more that represents the data, or scale the inputs "
+                        "yourself and set input_transform=None.", UserWarning)
             return center, scale
         return None, None
 

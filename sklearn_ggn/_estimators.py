@@ -309,7 +309,8 @@ _SHARED_PARAMETERS = """
         ``input_scale_``) come from the training rows of the first fit and
         are kept by warm starts and ``partial_fit`` (the first
         ``partial_fit`` chunk fixes them for the stream: a column constant
-        in it is centered and not scaled, with a warning). It composes with
+        in it is centered and not scaled; a first chunk of fewer than 20
+        rows warns). It composes with
         a ``StandardScaler`` in front (an affine map changes none of its
         results). A fit on sparse ``X`` passes it as given (centering would
         densify it); sparse ``X`` given to a model fitted on dense ``X`` is
