@@ -286,8 +286,6 @@ _MIN_JUDGED = 10
 # at the end (the gap keeps 500 held-out rows of 35 000 from calling the
 # noise of early epochs overfitting: their risk stays within 0.85-1.13 of
 # the training risk).
-# a first partial_fit chunk of fewer rows fixes the input map with a warning
-_MAP_MIN_ROWS = 20
 _WATCH_EPOCHS = 15
 _WATCH_RISE = 0.1
 # ... 7 % for the squared error, whose held-out risk grows slowly where the
@@ -304,6 +302,8 @@ _TINY_STEP = 1e-2
 # Inputs this large break curvature-based steps (a standardized rare pixel of
 # MNIST reaches 2 733): warn at fit time.
 _EXTREME_INPUT = 100.0
+# a first partial_fit chunk of fewer rows fixes the input map with a warning
+_MAP_MIN_ROWS = 20
 # Features off unit scale: a root-mean-square above this (raw iris: 5.9, raw
 # digits: up to 12; standardized features: 1, min-max scaled ones: <= 1), or
 # standard deviations spread over more than this ratio (dense X).
@@ -374,10 +374,12 @@ def _solver_state_to_dict(state):
     """:class:`SolverState` as a dict of numbers, strings and None (the
     damping strategy as its class name and attributes)."""
     plain = {name: _plain(getattr(state, name)) for name in
-             ("initial_objective", "best_objective", "n_iter", "n_steps")}
-    # (partial_fit's last step, judged by the next call: plain floats)
+             ("initial_objective", "best_objective", "n_iter", "n_steps",
+              "step_to")}
+    # (partial_fit's last step, judged by the next call: an array, which
+    # skops and pickle store as such)
     plain["step_from"] = (None if state.step_from is None
-                          else np.asarray(state.step_from).tolist())
+                          else np.array(state.step_from))
     damping = state.damping
     if damping is not None:
         if type(damping).__name__ not in _DAMPING_STRATEGIES:
@@ -393,8 +395,6 @@ def _solver_state_from_dict(plain):
     """The :class:`SolverState` stored by :func:`_solver_state_to_dict`."""
     plain = dict(plain)
     damping = plain.pop("damping", None)
-    if plain.get("step_from") is not None:
-        plain["step_from"] = np.asarray(plain["step_from"], dtype=np.float64)
     if damping is not None:
         strategy = _DAMPING_STRATEGIES[damping["strategy"]]
         restored = strategy.__new__(strategy)
@@ -417,8 +417,11 @@ def _fitting_posterior():
 
 
 def _accepts_sample_weight(scorer):
-    """Whether a scorer takes ``sample_weight`` (scikit-learn's scorers do;
-    a user's callable may be ``scorer(estimator, X, y)``)."""
+    """Whether a scorer takes ``sample_weight``: a user's callable may be
+    ``scorer(estimator, X, y)``, and a ``make_scorer`` scorer passes it to
+    its metric, which may not take it."""
+    # (make_scorer's scorers keep their metric as _score_func)
+    scorer = getattr(scorer, "_score_func", scorer)
     try:
         parameters = inspect.signature(scorer).parameters.values()
     except (TypeError, ValueError):  # no signature to read: assume it does
@@ -522,12 +525,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         from)."""
         cache = self.__dict__.get("_posterior_cache")
         if cache is not None and cache["inputs"] is not None:
-            # (storing a model says nothing of its noise: that warning is
-            # for the use of its intervals)
-            with warnings.catch_warnings():
-                warnings.filterwarnings(
-                    "ignore", message="The noise variance cannot be estimated")
-                self._posterior()
+            self._posterior()
         state = super().__getstate__()
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
@@ -690,7 +688,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
             center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental:
+            if incremental and scale is not None:  # (None: sparse X)
                 # the first partial_fit chunk sets the map for the stream: a
                 # column constant in it (a level absent from it, a pixel
                 # never lit there, every column of a one-row chunk) is
@@ -1296,15 +1294,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
         posterior["noise_variance"] = sigma2
         posterior["n_weighted"] = float(np.sum(sample_weight, dtype=np.float64))
-        entries = posterior["n_weighted"] * network.n_outputs
-        if sigma2 is not None and entries - posterior["dof"] < 1.0:
-            warnings.warn(
-                "The noise variance cannot be estimated: the fit spends "
-                f"{posterior['dof']:.3g} effective parameters on {entries:.3g} "
-                "training targets (sample weights count as rows), so its "
-                "residuals say nothing of the noise and the predictive "
-                "standard deviations are not meaningful. Use more rows (or "
-                "weights that count them), or a larger tau.", UserWarning)
+        # (the residual degrees of freedom of σ̂²: below one it says nothing
+        # of the noise; its intervals warn where they are used)
+        posterior["noise_targets"] = posterior["n_weighted"] * network.n_outputs
         attributes.update(_laplace=posterior, uncertainty_=structure,
                           _laplace_unavailable=None,
                           **self._evidence_attributes(log_z, sigma2, posterior,

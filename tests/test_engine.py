@@ -545,3 +545,17 @@ def test_probit_with_a_probability_scorer_fits(early_stopping):
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
     assert np.all(np.isfinite(clf.predict_proba(X)))
+
+
+def test_empty_batches_do_not_dilute_the_step_size():
+    """The epoch's mean step size (and damping) is over the batches that
+    stepped: batches of zero weight took none (the mean read 0.51 where
+    every step was 0.93)."""
+    problem, _ = quadratic(n=64, d=4, tau=0.0)
+    w = np.where(np.arange(64) < 32, 0.0, 1.0)  # four empty batches of 8
+    problem = Problem(problem.network, problem.loss, problem.regularizer, 0.0,
+                      problem.Xa, problem.Y, w, regularized=False)
+    solver = GradientDescentSolver(0.25, Batching(8, shuffle=False), max_iter=1)
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    assert result.state.n_steps == 4
+    assert result.history[0]["step_size"] == 0.25

@@ -475,3 +475,40 @@ def test_partial_fit_learns_from_small_chunks(chunk):
                             classes=[0, 1, 2])
     assert not [w for w in caught if "diverged" in str(w.message)]
     assert clf.score(X[1000:], y[1000:]) > 0.7
+
+
+@pytest.mark.parametrize("Est", [GGNScoreClassifier, GGNScoreRegressor])
+def test_partial_fit_starts_on_sparse_chunks(Est):
+    """A stream's first chunk may be sparse (no input map to set)."""
+    X, y = make_classification(300, 20, random_state=0)
+    S = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    est = Est(n_hidden=8, random_state=0)
+    for start in range(0, 300, 100):
+        chunk = slice(start, start + 100)
+        if Est is GGNScoreClassifier:
+            est.partial_fit(S[chunk], y[chunk], classes=[0, 1])
+        else:
+            est.partial_fit(S[chunk], y[chunk].astype(float))
+    assert est.input_center_ is None and np.all(np.isfinite(est.predict(S)))
+
+
+def test_weights_set_between_partial_fits_are_not_undone():
+    """The next partial_fit judges the last call's step only if it starts
+    where that step led: weights set in between (by hand, or by a warm fit)
+    are not compared with the θ before that step (a rejection reverted them,
+    and a 30-epoch warm fit with them)."""
+    X, y = make_classification(2000, 8, n_informative=5, random_state=0)
+    clf = GGNScoreClassifier(n_hidden=16, random_state=0)
+    for start in range(0, 1000, 50):
+        clf.partial_fit(X[start:start + 50], y[start:start + 50], classes=[0, 1])
+    assert clf._solver_state.step_from is not None
+    rejected = clf._solver_state.damping.n_rejected
+    clf.output_weights_ = clf.output_weights_ * 30.0  # far worse on any rows
+    clf.partial_fit(X[1000:1050], y[1000:1050])
+    assert clf._solver_state.damping.n_rejected == rejected
+    # a fit in between carries no step to judge
+    clf.set_params(warm_start=True, max_iter=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y)
+    assert clf._solver_state.step_from is None

@@ -505,3 +505,17 @@ def test_a_fit_without_residual_degrees_of_freedom_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         reg.predict(X_test, return_std=True)
+
+
+def test_the_noise_warning_survives_pickling():
+    """The warning belongs to the use of the intervals: a pickled one-row
+    fit warns when its stds are asked for (the posterior computed while
+    pickling had swallowed it)."""
+    import pickle
+
+    X, y, X_test = _data(m=40)
+    one = GGNScoreRegressor(n_hidden=6, random_state=0).fit(X[:1], y[:1])
+    loaded = pickle.loads(pickle.dumps(one))
+    for est in (loaded, one):
+        with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
+            est.predict(X_test, return_std=True)

@@ -100,8 +100,13 @@ def test_skops_round_trip_trusts_only_the_estimator(kind, cls, params):
         assert_array_equal(got, expected)
     assert_array_equal(loaded.loss_curve_, est.loss_curve_)
     assert type(loaded._solver_state) is type(est._solver_state)
-    assert _solver_state_to_dict(loaded._solver_state) == \
-        _solver_state_to_dict(est._solver_state)
+    got, expected = (_solver_state_to_dict(e._solver_state) for e in (loaded, est))
+    step_from = [d.pop("step_from") for d in (got, expected)]
+    assert got == expected
+    if step_from[1] is None:
+        assert step_from[0] is None
+    else:
+        assert_array_equal(step_from[0], step_from[1])
 
 
 @pytest.mark.parametrize("kind, cls, params", CASES[3:5] + CASES[7:8])
@@ -143,8 +148,8 @@ def test_plain_state_round_trip():
     def is_plain(value):
         if isinstance(value, dict):
             return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
-        if isinstance(value, list):  # (partial_fit's last step: floats)
-            return all(is_plain(v) for v in value)
+        if isinstance(value, np.ndarray):  # (partial_fit's last step)
+            return value.dtype.kind == "f"
         return value is None or isinstance(value, (bool, int, float, str))
 
     assert is_plain(plain)

@@ -12,6 +12,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import make_scorer
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
@@ -584,10 +585,14 @@ def test_a_scorer_of_three_arguments_runs_on_class_weighted_rows():
     def accuracy(estimator, X, y):
         return float(np.mean(estimator.predict(X) == y))
 
-    clf = GGNScoreClassifier(class_weight="balanced", scoring=accuracy,
-                             max_iter=20, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        clf.fit(X, y)
-    assert clf.overfitting_watch_ is not None
-    assert np.all(np.isfinite(clf.overfitting_watch_["validation_scores"]))
+    def hits(y_true, y_pred):  # a metric without sample_weight
+        return float(np.mean(y_true == y_pred))
+
+    for scoring in (accuracy, make_scorer(hits)):
+        clf = GGNScoreClassifier(class_weight="balanced", scoring=scoring,
+                                 max_iter=20, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf.fit(X, y)
+        assert clf.overfitting_watch_ is not None
+        assert np.all(np.isfinite(clf.overfitting_watch_["validation_scores"]))

@@ -3,6 +3,7 @@ baseline."""
 
 import math
 import time
+import zlib
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -115,10 +116,14 @@ class SolverState:
     damping : object or None
         The damping strategy with its adapted state (``AdaptiveDamping``).
     step_from : ndarray or None
-        Between ``partial_fit`` calls: θ before the last call's last step,
-        which the next call's first batch judges (the adaptive damping's
-        test on the next batch; a call of one batch would otherwise never
-        be judged, and small chunks diverged).
+        Between ``partial_fit`` calls (adaptive damping): θ before the last
+        call's last step, which the next call's first batch judges (the
+        adaptive damping's test on the next batch; a call of one batch
+        would otherwise never be judged, and small chunks diverged).
+    step_to : int or None
+        The CRC-32 of the θ that step led to: the next call judges the step
+        only when it starts from that θ (not after a ``fit``, weights set by
+        hand or a change of dtype in between).
     """
 
     initial_objective: float = None
@@ -127,6 +132,22 @@ class SolverState:
     n_steps: int = 0
     damping: object = None
     step_from: object = None
+    step_to: object = None
+
+    def carry_step(self, previous, theta):
+        """Keep θ before the last step (``previous``, or None to keep
+        none) for the next ``partial_fit`` call, with the mark of θ."""
+        self.step_from = previous
+        self.step_to = None if previous is None else _mark(theta)
+
+    def carried_step(self, theta):
+        """θ before the last call's last step when ``theta`` is where that
+        step led, else None."""
+        previous = self.step_from
+        if (previous is None or np.shape(previous) != theta.shape
+                or self.step_to != _mark(theta)):
+            return None
+        return np.asarray(previous, dtype=theta.dtype)
 
     def new_objective(self):
         """Go on with another objective (more rows): its epochs are not
@@ -137,6 +158,12 @@ class SolverState:
         self.best_objective = np.inf
         if hasattr(self.damping, "new_objective"):
             self.damping.new_objective()
+
+
+def _mark(theta):
+    """A CRC-32 of θ's bytes (and dtype): the same θ, the same mark."""
+    theta = np.ascontiguousarray(theta)
+    return zlib.crc32(theta.tobytes(), zlib.crc32(theta.dtype.str.encode()))
 
 
 @dataclass
@@ -343,21 +370,30 @@ class Solver:
         batches = self.batching.epoch(problem.n_samples, rng)
         theta, sums, weight_total = self._epoch_steps(problem, theta, batches,
                                                        state, damping, keys)
-        record = {k: sums[k] / weight_total for k in keys[:3]}
-        self._add_damping(record, sums["damping"] / weight_total)
+        # objective and risk over all the epoch's rows; the step size and
+        # the damping over the batches that took a step
+        stepped = sums.pop("stepped")
+        record = {k: sums[k] / (weight_total if k in keys[:2] else stepped)
+                  for k in keys[:3]}
+        self._add_damping(record, sums["damping"] / stepped)
         if damping is not None and self.epochs_are_passes:
             damping.end_epoch(record["objective"], len(batches))
         return theta, record
 
     def _epoch_steps(self, problem, theta, batches, state, damping, keys):
-        """The steps of one epoch: ``(θ, weighted sums of keys, total batch
+        """The steps of one epoch: ``(θ, weighted sums of keys and the
+        weight of the batches that stepped ("stepped"), total batch
         weight)``."""
         objective_sum = risk_sum = alpha_sum = damping_sum = weight_total = 0.0
+        stepped = 0.0
         last = None
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
-        if not self.epochs_are_passes:  # partial_fit: the last call's step
-            previous = _carried(state.step_from, theta)
+        if not self.epochs_are_passes and adaptive:
+            # partial_fit: the last call's last step, when this call starts
+            # where that step led (not after a fit, weights set by hand or
+            # another dtype in between)
+            previous = state.carried_step(theta)
         for idx in batches:
             batch = problem.batch(idx, step=True)
             if batch is None:
@@ -392,13 +428,15 @@ class Solver:
             alpha_sum += step.alpha * weight
             damping_sum += step.damping * weight
             weight_total += weight
+            stepped += weight
             state.n_steps += 1
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, None, state)
-        if not self.epochs_are_passes:
-            state.step_from = previous
+        state.carry_step(previous if adaptive and not self.epochs_are_passes
+                         else None, theta)
         sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
+        sums["stepped"] = stepped
         return theta, sums, weight_total
 
     @staticmethod
@@ -549,14 +587,6 @@ class GradientDescentSolver(Solver):
         direction = problem.risk_gradient(theta, batch, current)
         return _Step(theta - self.learning_rate * direction, current, None,
                      self.learning_rate)
-
-
-def _carried(previous, theta):
-    """θ before the last call's last step, in θ's dtype, or None when
-    there is none (or it is of another network)."""
-    if previous is None or np.shape(previous) != theta.shape:
-        return None
-    return np.asarray(previous, dtype=theta.dtype)
 
 
 def _settings(damping):
