@@ -1248,7 +1248,25 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     @property
     def log_marginal_likelihood_(self):
         """The log evidence of the Laplace approximation, or None."""
-        return self._posterior()["log_marginal_likelihood_"]
+        return self._noise_checked()["log_marginal_likelihood_"]
+
+    def _noise_checked(self):
+        """The posterior, after a warning when its noise variance (squared
+        error) has no residual degrees of freedom behind it: what uses σ̂²
+        (the intervals, the evidence, ``noise_variance_``) says so."""
+        state = self._posterior()
+        laplace = state.get("_laplace")
+        targets = None if laplace is None else laplace.get("noise_targets")
+        if (targets is not None and laplace.get("noise_variance") is not None
+                and targets - laplace["dof"] < 1.0):
+            warnings.warn(
+                "The noise variance cannot be estimated: the fit spends "
+                f"{laplace['dof']:.3g} effective parameters on {targets:.3g} "
+                "training targets (sample weights count as rows), so its "
+                "residuals say nothing of the noise: its predictive standard "
+                "deviations and evidence are not meaningful. Use more rows (or "
+                "weights that count them), or a larger tau.", UserWarning)
+        return state
 
     def _posterior_attributes(self, network, X, Y, sample_weight, tau, theta,
                               incremental, target_attributes):

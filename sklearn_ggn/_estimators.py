@@ -1,6 +1,5 @@
 """The public estimators: thin subclasses of :class:`BaseGGNScore`."""
 
-import warnings
 from numbers import Real
 
 import numpy as np
@@ -662,7 +661,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     def noise_variance_(self):
         """The noise variance σ̂² of every output in the units of y, or None
         without a posterior (computed on first use, see ``uncertainty``)."""
-        return self._posterior().get("noise_variance_")
+        return self._noise_checked().get("noise_variance_")
 
     def _full_batch_regression(self):
         # Huber in full batch too: on friedman1 (600 rows, 10 % of the
@@ -842,17 +841,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             return out[:, 0] if one_dimensional else out
         # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
         variance = self._output_variance(Z, Za)  # (raises without a posterior)
-        laplace = self._posterior()["_laplace"]
-        sigma2 = laplace["noise_variance"]
-        targets = laplace.get("noise_targets")  # (None: stored by 0.9.1)
-        if targets is not None and targets - laplace["dof"] < 1.0:
-            warnings.warn(
-                "The noise variance cannot be estimated: the fit spends "
-                f"{laplace['dof']:.3g} effective parameters on {targets:.3g} "
-                "training targets (sample weights count as rows), so its "
-                "residuals say nothing of the noise and the predictive "
-                "standard deviations are not meaningful. Use more rows (or "
-                "weights that count them), or a larger tau.", UserWarning)
+        sigma2 = self._noise_checked()["_laplace"]["noise_variance"]
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
         std = (np.sqrt(variance) * np.asarray(getattr(self, "target_scale_", 1.0),

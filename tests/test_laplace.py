@@ -519,3 +519,6 @@ def test_the_noise_warning_survives_pickling():
     for est in (loaded, one):
         with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
             est.predict(X_test, return_std=True)
+    for attribute in ("noise_variance_", "log_marginal_likelihood_"):
+        with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
+            getattr(one, attribute)

@@ -372,7 +372,7 @@ class Solver:
                                                        state, damping, keys)
         # objective and risk over all the epoch's rows; the step size and
         # the damping over the batches that took a step
-        stepped = sums.pop("stepped")
+        stepped = sums.pop("stepped") or 1.0  # (no step: their sums are 0)
         record = {k: sums[k] / (weight_total if k in keys[:2] else stepped)
                   for k in keys[:3]}
         self._add_damping(record, sums["damping"] / stepped)
