@@ -559,3 +559,26 @@ def test_empty_batches_do_not_dilute_the_step_size():
     result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
     assert result.state.n_steps == 4
     assert result.history[0]["step_size"] == 0.25
+
+
+def test_full_batch_damping_without_line_search_hears_the_objective():
+    """damping="adaptive" in full batch with line_search=False: a step that
+    raised the objective raises λ (every step lowered it, down to τ, and this
+    fit diverged to R² -5.5)."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(120, 5)
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.randn(120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg = GGNScoreRegressor(n_hidden=15, line_search=False,
+                                random_state=0).fit(X, y)
+    objective, damping = reg.loss_curve_, reg.history_["damping"]
+    for k in range(1, len(objective) - 1):
+        if objective[k] > objective[k - 1]:
+            assert damping[k + 1] > damping[k]
+    assert reg.score(X, y) > 0.9
+    trust = TrustDamping(1e-4, 1e-2)
+    trust.judge(2.0, 1.0)
+    assert trust.value() == 2e-2
+    trust.judge(1.0, 2.0)
+    assert trust.value() == pytest.approx(2e-2 / 3)

@@ -351,6 +351,9 @@ class Solver:
         after = step.after
         if after is None:
             after = problem.evaluate(step.theta, batch)
+        damping = getattr(self, "damping", None)
+        if getattr(self, "line_search", True) is None and hasattr(damping, "judge"):
+            damping.judge(after.objective, current.objective)
         self._check(after.objective, step.theta, state)
         state.n_steps += 1
         record = {"objective": after.objective, "risk": after.risk,
@@ -541,7 +544,10 @@ class GGNScoreSolver(Solver):
         direction = raw.astype(theta.dtype, copy=False)
         alpha = self.step_size(problem.M_g, eta)
         if self.line_search is None:
-            self.damping.update(alpha, alpha)
+            # (a damping that judges by the objective hears of the step once
+            # the full-batch iteration has evaluated it)
+            if not hasattr(self.damping, "judge"):
+                self.damping.update(alpha, alpha)
             new = np.multiply(direction, -alpha)
             new += theta
             return _Step(new, current, None, alpha, damping)

@@ -83,9 +83,10 @@ class TrustDamping:
     the solver reports the step size the line search accepted and the one
     the step-size rule proposed: a step the line search had to shorten
     (the quadratic model overshot) raises λ by ``increase``; a step taken
-    as proposed (every step, without a line search) lowers it by
-    ``decrease``, but never below τ, where the step is the paper's exact one
-    (``H = ∇²g``). The stationary points do not
+    as proposed lowers it by ``decrease``, but never below τ, where the step
+    is the paper's exact one (``H = ∇²g``). Without a line search the
+    objective after the step judges it (:meth:`judge`): one that rose
+    raises λ. The stationary points do not
     depend on λ; a tiny λ far from them makes the model overshoot and the
     line search halve (and the step-size rule's dual norm η grow as
     ``1/sqrt(λ)``).
@@ -116,8 +117,18 @@ class TrustDamping:
 
     def update(self, alpha, proposed):
         """Adapt λ to the step just taken: ``alpha`` accepted by the line
-        search of the ``proposed`` step size (equal without a line search)."""
+        search of the ``proposed`` step size."""
         if alpha < proposed:
+            self.lam *= self.increase
+        else:
+            self.lam = max(self.tau, self.lam * self.decrease)
+
+    def judge(self, new_objective, old_objective):
+        """Adapt λ to a step taken without a line search, from the
+        objective it left: one that rose raises λ as a shortened step does,
+        else λ falls (without this feedback every step lowered λ, and a fit
+        whose objective rose from its first step diverged down to τ)."""
+        if new_objective > old_objective:
             self.lam *= self.increase
         else:
             self.lam = max(self.tau, self.lam * self.decrease)
