@@ -1256,9 +1256,11 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         (the intervals, the evidence, ``noise_variance_``) says so."""
         state = self._posterior()
         laplace = state.get("_laplace")
-        targets = None if laplace is None else laplace.get("noise_targets")
-        if (targets is not None and laplace.get("noise_variance") is not None
-                and targets - laplace["dof"] < 1.0):
+        if laplace is None or laplace.get("noise_variance") is None:
+            return state
+        # the residual degrees of freedom of σ̂²: below one it says nothing
+        targets = laplace["n_weighted"] * self.n_outputs_
+        if targets - laplace["dof"] < 1.0:
             warnings.warn(
                 "The noise variance cannot be estimated: the fit spends "
                 f"{laplace['dof']:.3g} effective parameters on {targets:.3g} "
@@ -1312,9 +1314,6 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         log_z, sigma2 = _laplace.log_evidence(problem, theta, posterior)
         posterior["noise_variance"] = sigma2
         posterior["n_weighted"] = float(np.sum(sample_weight, dtype=np.float64))
-        # (the residual degrees of freedom of σ̂²: below one it says nothing
-        # of the noise; its intervals warn where they are used)
-        posterior["noise_targets"] = posterior["n_weighted"] * network.n_outputs
         attributes.update(_laplace=posterior, uncertainty_=structure,
                           _laplace_unavailable=None,
                           **self._evidence_attributes(log_z, sigma2, posterior,

@@ -144,14 +144,16 @@ class Problem:
         step of a heavy one, and extreme class weights inverted a fit). With
         equal weights both are ``1/b``."""
         w = self.sample_weight if idx is None else self.sample_weight.take(idx)
-        s, w_sum = normalized_weights(w)
-        if w_sum <= 0:
-            return None
-        weight = w_sum
         if step and idx is not None:
+            if not np.sum(w, dtype=np.float64) > 0:
+                return None
             # (b w̄ in w's dtype, as normalized_weights divides by its total)
             weight = len(idx) * self._mean_weight
             s = w / w.dtype.type(weight)
+        else:
+            s, weight = normalized_weights(w)
+            if weight <= 0:
+                return None
         s = s.astype(self.Xa.dtype, copy=False)
         if idx is None:
             return Batch(self.Xa, self._Y, s, weight)

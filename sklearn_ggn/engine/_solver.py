@@ -351,9 +351,7 @@ class Solver:
         after = step.after
         if after is None:
             after = problem.evaluate(step.theta, batch)
-        damping = getattr(self, "damping", None)
-        if getattr(self, "line_search", True) is None and hasattr(damping, "judge"):
-            damping.judge(after.objective, current.objective)
+        self._judge(after, current)
         self._check(after.objective, step.theta, state)
         state.n_steps += 1
         record = {"objective": after.objective, "risk": after.risk,
@@ -375,9 +373,10 @@ class Solver:
                                                        state, damping, keys)
         # objective and risk over all the epoch's rows; the step size and
         # the damping over the batches that took a step
-        stepped = sums.pop("stepped") or 1.0  # (no step: their sums are 0)
-        record = {k: sums[k] / (weight_total if k in keys[:2] else stepped)
-                  for k in keys[:3]}
+        stepped = sums["stepped"] or 1.0  # (no step: their sums are 0)
+        record = {"objective": sums["objective"] / weight_total,
+                  "risk": sums["risk"] / weight_total,
+                  "step_size": sums["step_size"] / stepped}
         self._add_damping(record, sums["damping"] / stepped)
         if damping is not None and self.epochs_are_passes:
             damping.end_epoch(record["objective"], len(batches))
@@ -465,6 +464,10 @@ class Solver:
         """One step from θ on ``batch`` (``current`` is its evaluation)."""
         raise NotImplementedError
 
+    def _judge(self, after, current):
+        """A full-batch step's evaluation ``after`` it, against ``current``
+        before it (for the damping of a step without a line search)."""
+
 
 class GGNScoreSolver(Solver):
     """GGN-SCORE: ``θ ← θ − α d`` with ``(J̃ᵀJ̃ + H) d = Jᵀe + ∇g``.
@@ -544,10 +547,9 @@ class GGNScoreSolver(Solver):
         direction = raw.astype(theta.dtype, copy=False)
         alpha = self.step_size(problem.M_g, eta)
         if self.line_search is None:
-            # (a damping that judges by the objective hears of the step once
-            # the full-batch iteration has evaluated it)
-            if not hasattr(self.damping, "judge"):
-                self.damping.update(alpha, alpha)
+            # (the damping hears of the step from the objective it leaves:
+            # _judge, once the full-batch iteration has evaluated it; on
+            # mini-batches the next batch judges it)
             new = np.multiply(direction, -alpha)
             new += theta
             return _Step(new, current, None, alpha, damping)
@@ -572,6 +574,10 @@ class GGNScoreSolver(Solver):
         if alpha == 0.0:  # no decrease found along d: stay put
             return _Step(theta, current, current, 0.0, damping)
         return _Step(new, current, trials["last"], alpha, damping)
+
+    def _judge(self, after, current):
+        if self.line_search is None:
+            self.damping.judge(after.objective, current.objective)
 
 
 class GradientDescentSolver(Solver):

@@ -68,6 +68,9 @@ class FixedDamping:
     def update(self, alpha, proposed):
         """Nothing to adapt after a step."""
 
+    def judge(self, new_objective, old_objective):
+        """Nothing to adapt after a step without a line search."""
+
     def end_epoch(self, objective, n_steps=None):
         """Nothing to adapt."""
 
@@ -118,17 +121,19 @@ class TrustDamping:
     def update(self, alpha, proposed):
         """Adapt λ to the step just taken: ``alpha`` accepted by the line
         search of the ``proposed`` step size."""
-        if alpha < proposed:
-            self.lam *= self.increase
-        else:
-            self.lam = max(self.tau, self.lam * self.decrease)
+        self._adapt(alpha < proposed)
 
     def judge(self, new_objective, old_objective):
         """Adapt λ to a step taken without a line search, from the
         objective it left: one that rose raises λ as a shortened step does,
         else λ falls (without this feedback every step lowered λ, and a fit
         whose objective rose from its first step diverged down to τ)."""
-        if new_objective > old_objective:
+        self._adapt(new_objective > old_objective)
+
+    def _adapt(self, overshot):
+        """Nielsen's rule: ``increase`` after a step that overshot, else
+        ``decrease`` down to τ."""
+        if overshot:
             self.lam *= self.increase
         else:
             self.lam = max(self.tau, self.lam * self.decrease)
@@ -238,6 +243,9 @@ class AdaptiveDamping:
     def update(self, alpha, proposed):
         """Nothing to adapt after a step: the next batch judges it
         (:meth:`accept`)."""
+
+    def judge(self, new_objective, old_objective):
+        """Nothing to adapt: the next batch judges a step (:meth:`accept`)."""
 
     def end_epoch(self, objective, n_steps=None):
         """Raise the floor after an epoch without progress.
