@@ -287,6 +287,18 @@ _MIN_JUDGED = 10
 # noise of early epochs overfitting: their risk stays within 0.85-1.13 of
 # the training risk).
 _WATCH_EPOCHS = 15
+# ... and for a regressor, on from there while the held-out risk stands more
+# than _WATCH_GAP times the training risk (the fit memorizes its rows: the
+# gap condition of the rule holds), up to this many epochs (at most half of
+# max_iter). A log-loss's gap is no such sign (mnist10k 6-28x and a
+# 500-feature 5-class task 54x at epoch 15 while their held-out accuracy
+# still improves), so classifiers keep 15. Chosen on the panel's watched
+# trajectories (benchmarks/tail.py, seeds 0-2): the one-hot regressions
+# (gap 1.8-2.2 at epoch 15, their held-out minimum at epochs 10-14) are
+# caught at epochs 15-44, where 15 caught one of six and the others ran
+# 64-78 epochs losing 0.005-0.011 R²; no other task's rule fires by epoch
+# 100. docs/defaults.rst, "0.9.3".
+_WATCH_MAX_EPOCHS = 50
 _WATCH_RISE = 0.1
 # ... 7 % for the squared error, whose held-out risk grows slowly where the
 # log-loss of memorized labels soars (the panel's overfitting regressions:
@@ -831,6 +843,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         epochs = min(_WATCH_EPOCHS, self.max_iter // 2)
         if epochs < _WATCH_PATIENCE + 2:
             return None
+        longest = (max(epochs, min(_WATCH_MAX_EPOCHS, self.max_iter // 2))
+                   if self._watch_extends() else epochs)
         # (the fit validates X and y again and says what it finds once)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -878,8 +892,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             X = X.tocsr()
         if sp.issparse(y) and y.format not in ("csr", "csc"):
             y = y.tocsr()
-        return (X, y, sample_weight, idx_train, idx_val, val_weight, epochs,
-                seed, rows_weight)
+        return (X, y, sample_weight, idx_train, idx_val, val_weight,
+                (epochs, longest), seed, rows_weight)
+
+    def _watch_extends(self):
+        """Whether the overfitting watch goes on beyond ``_WATCH_EPOCHS``
+        while the held-out risk stands ``_WATCH_GAP`` times above the
+        training risk (the regressor: a log-loss's gap also grows with the
+        confidence of wrong predictions while the accuracy improves)."""
+        return not is_classifier(self)
 
     def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, val_weight,
                      epochs, seed, rows_weight):
@@ -889,8 +910,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             # DataFrames alike)
             return None if a is None else _safe_indexing(a, idx)
 
-        self._watch_phase = {"max_iter": epochs, "watch": True, "seed": seed,
-                             "rows_weight": rows_weight}
+        # at least `epochs` epochs, at most `longest` (see _WATCH_MAX_EPOCHS)
+        epochs, longest = epochs
+        self._watch_phase = {"max_iter": longest, "watch": True, "seed": seed,
+                             "rows_weight": rows_weight, "watch_epochs": epochs}
         # the watch's own fit is internal: its warnings (max_iter reached,
         # the input's advice) belong to the fit on all rows, which repeats them
         with warnings.catch_warnings():
@@ -923,9 +946,10 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                          "least risk (no finite held-out score)."))
             self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
-        elif watched < epochs:
-            # the watch's fit converged (or diverged) before the watch ended:
-            # the ordinary fit on all rows
+        elif watched < epochs or self._watch_phase.get("status") == "diverged":
+            # the watch's fit converged (or diverged) before the watch's
+            # first _WATCH_EPOCHS ended: the ordinary fit on all rows (one
+            # that converged while a regressor's watch went on joins them)
             if self.verbose:
                 print("Overfitting watch: the fit ended before the watch did; "
                       "fitting on all rows.")
@@ -1149,6 +1173,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             state.new_objective()
         result = solver.solve(problem, theta0, rng, monitor, state,
                               time_offset=records.elapsed)
+        if phase is not None:
+            phase["status"] = result.status
         theta = monitor.best_theta if early_stopping else result.theta
         monitor.close(result, theta)
         self._check_finite(problem, result, theta)
@@ -1665,7 +1691,14 @@ class _Monitor:
         self.n_iter = records.earlier_iterations
         self.no_improvement = 0
         # early_stopping="auto": the watch's overfitting rule
-        self.watch = (estimator.__dict__.get("_watch_phase") or {}).get("watch", False)
+        phase = estimator.__dict__.get("_watch_phase") or {}
+        self.watch = phase.get("watch", False)
+        # a regressor's watch goes on from this epoch while its held-out
+        # risk stands _WATCH_GAP times above the training risk, to the
+        # phase's max_iter (see _WATCH_MAX_EPOCHS)
+        self.watch_epochs = phase.get("watch_epochs")
+        self.watch_longest = phase.get("max_iter")
+        self.watch_ended = False
         self.watch_rule = _OverfittingRule(
             _WATCH_RISE_SQUARED if estimator.loss == "squared_error"
             else _WATCH_RISE)
@@ -1719,6 +1752,13 @@ class _Monitor:
                                record["risk"]):
                 self.estimator._watch_stopped_at = self.n_iter
                 stop = True
+            elif (self.watch_epochs is not None
+                  and self.watch_epochs <= self.n_iter < self.watch_longest
+                  and not record["validation_risk"] > _WATCH_GAP * record["risk"]):
+                # the held-out risk is back near the training risk: no
+                # memorizing to watch for; the held-out rows join
+                self.watch_ended = True
+                stop = True
         if self.context is not None:
             stop |= self.epoch_context.call_on_fit_task_end(
                 estimator=self.estimator, **self.task,
@@ -1766,6 +1806,9 @@ class _Monitor:
                 reason = (f"the held-out risk of the overfitting watch stayed "
                           f"above its minimum for {_WATCH_PATIENCE} epochs"
                           + (", its score no better" if scored else ""))
+            elif self.watch_ended:
+                reason = (f"the held-out risk of the overfitting watch is within "
+                          f"{_WATCH_GAP} times the training risk")
             else:
                 reason = result.reason
             print(f"Stopping: {reason}.")

@@ -102,8 +102,14 @@ def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
     for phrase in quoted:
         assert phrase in text, phrase
     guide_quoted = quoted[:2] + [f"up to {_base._WATCH_EPOCHS} epochs"] + quoted[3:]
-    for phrase in guide_quoted:
+    # the regressor's watch goes on while the held-out risk stands the
+    # rule's gap above the training risk
+    longer = [f"more than {_base._WATCH_GAP:g} times the training risk",
+              f"up to {_base._WATCH_MAX_EPOCHS} epochs"]
+    for phrase in guide_quoted + longer:
         assert phrase in guide, phrase
+    for phrase in longer:
+        assert phrase in text, phrase
 
 
 @pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])

@@ -596,3 +596,105 @@ def test_a_scorer_of_three_arguments_runs_on_class_weighted_rows():
             clf.fit(X, y)
         assert clf.overfitting_watch_ is not None
         assert np.all(np.isfinite(clf.overfitting_watch_["validation_scores"]))
+
+
+def _one_hot_regression(n=1500, n_features=8, levels=10, noise=0.35, seed=0):
+    """One-hot columns, an additive target with a mild curvature and noise:
+    a 100-unit network memorizes the rows slowly (the squared error's
+    held-out risk creeps up while the training risk keeps falling)."""
+    rng = np.random.RandomState(seed)
+    codes = rng.randint(levels, size=(n, n_features))
+    X = np.zeros((n, n_features * levels))
+    X[np.arange(n)[:, None], codes + levels * np.arange(n_features)] = 1.0
+    effect = rng.normal(size=(n_features, levels))
+    z = effect[np.arange(n_features), codes].sum(axis=1)
+    return X, z + 0.3 * z ** 2 / n_features + noise * rng.normal(size=n)
+
+
+def _watched_curves(est, X, y, epochs):
+    """The watch's fit on its split for ``epochs`` epochs: (training risks,
+    held-out risks) per epoch, and the fit."""
+    tr, va = (np.sort(i) for i in _split(est, X, y))
+    ref = clone(est).set_params(early_stopping=False, max_iter=epochs,
+                                tau=_tau(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X[tr], y[tr], X_val=X[va], y_val=y[va])
+    return (np.array(ref.history_["risk"]), np.array(ref.validation_loss_curve_),
+            ref)
+
+
+def test_regressor_watch_goes_on_while_its_held_out_risk_stands_above_the_gap():
+    # past 15 epochs a regressor's watch goes on while the held-out risk is
+    # more than 1.5 x the training risk, and its rule can still fire
+    X, y = _one_hot_regression(noise=0.35, seed=2)
+    reg = GGNScoreRegressor(random_state=2).fit(X, y)
+    watch = reg.overfitting_watch_
+    epochs = watch["epochs"]
+    assert watch["overfitting"] and epochs > _base._WATCH_EPOCHS
+    training, held_out, _ = _watched_curves(reg, X, y, epochs)
+    np.testing.assert_allclose(held_out, watch["validation_loss_curve"])
+    # (epochs 15 .. the last but one: the gap held, so the watch went on)
+    beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
+    assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
+    # the rule fires at the last watched epoch, and not before
+    rule = _base._OverfittingRule(_base._WATCH_RISE_SQUARED)
+    fired = [rule(r, -r, t) for r, t in zip(held_out, training, strict=True)]
+    assert fired.index(True) == epochs - 1
+    # (what 0.9.2's 15 epochs would have missed)
+    assert not any(fired[:_base._WATCH_EPOCHS])
+    # the refit: the best epochs on all rows
+    ref = GGNScoreRegressor(random_state=2, early_stopping=False,
+                            max_iter=watch["best_epoch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    for a, b in zip(_weights(reg), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_regressor_watch_ends_when_the_gap_closes_and_the_rows_join():
+    X, y = _one_hot_regression(noise=0.2, seed=2)
+    reg = GGNScoreRegressor(random_state=2).fit(X, y)
+    watch = reg.overfitting_watch_
+    epochs = watch["epochs"]
+    assert not watch["overfitting"]
+    assert _base._WATCH_EPOCHS < epochs < _base._WATCH_MAX_EPOCHS
+    training, held_out, ref = _watched_curves(reg, X, y, epochs)
+    beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
+    assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
+    assert not held_out[-1] > _base._WATCH_GAP * training[-1]
+    # = the watch's epochs on the split, warm-started on all rows
+    ref._solver_state.best_objective = np.inf
+    ref._solver_state.damping.last_epoch_objective = None
+    ref._solver_state.damping.stalls = 0
+    ref.set_params(warm_start=True, max_iter=100 - epochs)
+    ref.fit(X, y)
+    for a, b in zip(_weights(reg), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+    assert reg.n_iter_ == len(ref.loss_curve_) > epochs
+    # at most half of max_iter
+    short = GGNScoreRegressor(random_state=2, max_iter=2 * (epochs - 3)).fit(X, y)
+    assert short.overfitting_watch_["epochs"] == epochs - 3
+
+
+def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
+    # a log-loss far above the training one while the accuracy improves is
+    # no sign of memorizing: 15 epochs, then the rows join
+    X, y = make_classification(n_samples=2000, n_features=200, n_informative=10,
+                               n_classes=5, flip_y=0.1, random_state=0)
+    clf = GGNScoreClassifier(random_state=0).fit(X, y)
+    watch = clf.overfitting_watch_
+    assert not watch["overfitting"] and watch["epochs"] == _base._WATCH_EPOCHS
+    training = clf.loss_curve_[_base._WATCH_EPOCHS - 1]  # (objective >= risk)
+    assert watch["validation_loss_curve"][-1] > 10 * _base._WATCH_GAP * training
+
+
+def test_verbose_says_why_a_regressors_watch_ended(capsys):
+    X, y = _one_hot_regression(noise=0.2, seed=2)
+    GGNScoreRegressor(random_state=2, verbose=True).fit(X, y)
+    out = capsys.readouterr().out
+    assert ("Stopping: the held-out risk of the overfitting watch is within "
+            f"{_base._WATCH_GAP:g} times the training risk.") in out
+    assert "the callback asked to stop" not in out
+    assert "the held-out rows join the training rows" in out
