@@ -105,6 +105,7 @@ def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
     # the regressor's watch goes on while the held-out risk stands the
     # rule's gap above the training risk
     longer = [f"more than {_base._WATCH_GAP:g} times the training risk",
+              "and above its minimum",
               f"up to {_base._WATCH_MAX_EPOCHS} epochs"]
     for phrase in guide_quoted + longer:
         assert phrase in guide, phrase

@@ -624,19 +624,22 @@ def _watched_curves(est, X, y, epochs):
             ref)
 
 
-def test_regressor_watch_goes_on_while_its_held_out_risk_stands_above_the_gap():
+def test_regressor_watch_goes_on_while_it_may_memorize_and_the_rule_decides():
     # past 15 epochs a regressor's watch goes on while the held-out risk is
-    # more than 1.5 x the training risk, and its rule can still fire
-    X, y = _one_hot_regression(noise=0.35, seed=2)
-    reg = GGNScoreRegressor(random_state=2).fit(X, y)
+    # more than 1.5 x the training risk and above its minimum, and its rule
+    # can still fire
+    X, y = _one_hot_regression(noise=0.5, seed=4)
+    reg = GGNScoreRegressor(random_state=4).fit(X, y)
     watch = reg.overfitting_watch_
     epochs = watch["epochs"]
     assert watch["overfitting"] and epochs > _base._WATCH_EPOCHS
     training, held_out, _ = _watched_curves(reg, X, y, epochs)
     np.testing.assert_allclose(held_out, watch["validation_loss_curve"])
-    # (epochs 15 .. the last but one: the gap held, so the watch went on)
+    # (epochs 15 .. the last but one: the gap held and the risk stood above
+    # its minimum, so the watch went on)
     beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
     assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
+    assert np.all(held_out[beyond] > np.minimum.accumulate(held_out)[beyond])
     # the rule fires at the last watched epoch, and not before
     rule = _base._OverfittingRule(_base._WATCH_RISE_SQUARED)
     fired = [rule(r, -r, t) for r, t in zip(held_out, training, strict=True)]
@@ -644,7 +647,7 @@ def test_regressor_watch_goes_on_while_its_held_out_risk_stands_above_the_gap():
     # (what 0.9.2's 15 epochs would have missed)
     assert not any(fired[:_base._WATCH_EPOCHS])
     # the refit: the best epochs on all rows
-    ref = GGNScoreRegressor(random_state=2, early_stopping=False,
+    ref = GGNScoreRegressor(random_state=4, early_stopping=False,
                             max_iter=watch["best_epoch"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -653,9 +656,12 @@ def test_regressor_watch_goes_on_while_its_held_out_risk_stands_above_the_gap():
         np.testing.assert_array_equal(a, b)
 
 
-def test_regressor_watch_ends_when_the_gap_closes_and_the_rows_join():
-    X, y = _one_hot_regression(noise=0.2, seed=2)
-    reg = GGNScoreRegressor(random_state=2).fit(X, y)
+@pytest.mark.parametrize("noise, seed, why", [(0.2, 1, "gap"),
+                                              (0.35, 2, "minimum")])
+def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls_and_the_rows_join(
+        noise, seed, why):
+    X, y = _one_hot_regression(noise=noise, seed=seed)
+    reg = GGNScoreRegressor(random_state=seed).fit(X, y)
     watch = reg.overfitting_watch_
     epochs = watch["epochs"]
     assert not watch["overfitting"]
@@ -663,7 +669,10 @@ def test_regressor_watch_ends_when_the_gap_closes_and_the_rows_join():
     training, held_out, ref = _watched_curves(reg, X, y, epochs)
     beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
     assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
-    assert not held_out[-1] > _base._WATCH_GAP * training[-1]
+    assert np.all(held_out[beyond] > np.minimum.accumulate(held_out)[beyond])
+    gap_closed = not held_out[-1] > _base._WATCH_GAP * training[-1]
+    at_minimum = held_out[-1] <= held_out[:-1].min()
+    assert (gap_closed, at_minimum) == (why == "gap", why == "minimum")
     # = the watch's epochs on the split, warm-started on all rows
     ref._solver_state.best_objective = np.inf
     ref._solver_state.damping.last_epoch_objective = None
@@ -673,9 +682,11 @@ def test_regressor_watch_ends_when_the_gap_closes_and_the_rows_join():
     for a, b in zip(_weights(reg), _weights(ref)):
         np.testing.assert_array_equal(a, b)
     assert reg.n_iter_ == len(ref.loss_curve_) > epochs
-    # at most half of max_iter
-    short = GGNScoreRegressor(random_state=2, max_iter=2 * (epochs - 3)).fit(X, y)
-    assert short.overfitting_watch_["epochs"] == epochs - 3
+    if why == "minimum":
+        # at most half of max_iter
+        short = GGNScoreRegressor(random_state=seed,
+                                  max_iter=2 * (epochs - 3)).fit(X, y)
+        assert short.overfitting_watch_["epochs"] == epochs - 3
 
 
 def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
@@ -691,10 +702,11 @@ def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
 
 
 def test_verbose_says_why_a_regressors_watch_ended(capsys):
-    X, y = _one_hot_regression(noise=0.2, seed=2)
-    GGNScoreRegressor(random_state=2, verbose=True).fit(X, y)
+    X, y = _one_hot_regression(noise=0.2, seed=1)
+    GGNScoreRegressor(random_state=1, verbose=True).fit(X, y)
     out = capsys.readouterr().out
-    assert ("Stopping: the held-out risk of the overfitting watch is within "
-            f"{_base._WATCH_GAP:g} times the training risk.") in out
+    assert ("Stopping: the held-out risk of the overfitting watch is at its "
+            f"minimum or within {_base._WATCH_GAP:g} times the training "
+            "risk.") in out
     assert "the callback asked to stop" not in out
     assert "the held-out rows join the training rows" in out
