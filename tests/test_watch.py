@@ -19,19 +19,33 @@ from sklearn.utils import check_random_state
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, paper_params
 
 
-def _one_hot_noisy(n=800, n_features=8, levels=10, flip=0.35, seed=0):
-    """Categorical columns one-hot encoded, labels from a few of them and
-    flipped at random: a 100-unit network memorizes the flips."""
-    rng = np.random.RandomState(seed)
+def _one_hot(rng, n, n_features, levels):
+    """Categorical columns one-hot encoded, and an additive effect of them."""
     codes = rng.randint(levels, size=(n, n_features))
     X = np.zeros((n, n_features * levels))
     X[np.arange(n)[:, None], codes + levels * np.arange(n_features)] = 1.0
     effect = rng.normal(size=(n_features, levels))
-    z = effect[np.arange(n_features), codes].sum(axis=1)
+    return X, effect[np.arange(n_features), codes].sum(axis=1)
+
+
+def _one_hot_noisy(n=800, n_features=8, levels=10, flip=0.35, seed=0):
+    """Categorical columns one-hot encoded, labels from a few of them and
+    flipped at random: a 100-unit network memorizes the flips."""
+    rng = np.random.RandomState(seed)
+    X, z = _one_hot(rng, n, n_features, levels)
     y = (z > np.median(z)).astype(int)
     flipped = rng.rand(n) < flip
     y[flipped] = 1 - y[flipped]
     return X, y
+
+
+def _one_hot_regression(n=1500, n_features=8, levels=10, noise=0.35, seed=0):
+    """One-hot columns, an additive target with a mild curvature and noise:
+    a 100-unit network memorizes the rows slowly (the squared error's
+    held-out risk creeps up while the training risk keeps falling)."""
+    rng = np.random.RandomState(seed)
+    X, z = _one_hot(rng, n, n_features, levels)
+    return X, z + 0.3 * z ** 2 / n_features + noise * rng.normal(size=n)
 
 
 def _smooth_regression(n=1500, seed=0):
@@ -62,6 +76,43 @@ def _tau(X):
 def _weights(est):
     return [est.hidden_weights_, est.output_weights_, est.hidden_intercept_,
             est.output_intercept_]
+
+
+def _watched_curves(est, X, y, epochs):
+    """The watch's fit on its split for ``epochs`` epochs: (training risks,
+    held-out risks) per epoch, and the fit."""
+    tr, va = (np.sort(i) for i in _split(est, X, y))
+    ref = clone(est).set_params(early_stopping=False, max_iter=epochs,
+                                tau=_tau(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X[tr], y[tr], X_val=X[va], y_val=y[va])
+    return (np.array(ref.history_["risk"]), np.array(ref.validation_loss_curve_),
+            ref)
+
+
+def _assert_refit_is_the_best_epochs(est, X, y):
+    """After overfitting, ``est`` is exactly the fit on all rows, without
+    the watch, for the best epochs."""
+    ref = clone(est).set_params(early_stopping=False,
+                                max_iter=est.overfitting_watch_["best_epoch"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    for a, b in zip(_weights(est), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _continued_on_all_rows(ref, X, y, epochs, max_iter=100):
+    """``ref``, the watch's ``epochs`` on the split, warm-started on all
+    rows as the watch continues it (the objective over all rows is another
+    function: its epochs are not judged against the watch's best and last
+    ones)."""
+    ref._solver_state.best_objective = np.inf
+    ref._solver_state.damping.last_epoch_objective = None
+    ref._solver_state.damping.stalls = 0
+    ref.set_params(warm_start=True, max_iter=max_iter - epochs)
+    return ref.fit(X, y)
 
 
 def _fires(risks, scores, rise=0.1, patience=3):
@@ -168,23 +219,10 @@ def test_no_overfitting_continues_on_all_rows():
     assert not watch["overfitting"] and watch["best_epoch"] is None
     assert watch["epochs"] == 15 and watch["validation_rows"] == 150
     # = the watch's 15 epochs on the split, warm-started on all rows
-    tr, va = _split(reg, X, y)
     assert reg.tau_ == _tau(X)
-    ref = GGNScoreRegressor(random_state=0, early_stopping=False, max_iter=15,
-                            tau=_tau(X))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref.fit(X[np.sort(tr)], y[np.sort(tr)], X_val=X[np.sort(va)],
-                y_val=y[np.sort(va)])
-    np.testing.assert_allclose(ref.validation_loss_curve_,
-                               watch["validation_loss_curve"])
-    # (the objective over all rows is another function: the continued fit
-    # does not judge its epochs against the watch's best and last ones)
-    ref._solver_state.best_objective = np.inf
-    ref._solver_state.damping.last_epoch_objective = None
-    ref._solver_state.damping.stalls = 0
-    ref.set_params(warm_start=True, max_iter=100 - 15)
-    ref.fit(X, y)
+    _, held_out, ref = _watched_curves(reg, X, y, 15)
+    np.testing.assert_allclose(held_out, watch["validation_loss_curve"])
+    _continued_on_all_rows(ref, X, y, 15)
     for a, b in zip(_weights(reg), _weights(ref)):
         np.testing.assert_array_equal(a, b)
     assert reg.n_iter_ == len(reg.loss_curve_) == len(ref.loss_curve_)
@@ -457,13 +495,7 @@ def test_squared_error_rule_and_refit():
     # (10 % would not have seen it)
     above_10 = risks > (1 + _base._WATCH_RISE) * np.minimum.accumulate(risks)
     assert not any(above_10[i:i + 3].all() for i in range(len(above_10) - 2))
-    ref = GGNScoreRegressor(random_state=0, early_stopping=False,
-                            max_iter=watch["best_epoch"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref.fit(X, y)
-    for a, b in zip(_weights(reg), _weights(ref)):
-        np.testing.assert_array_equal(a, b)
+    _assert_refit_is_the_best_epochs(reg, X, y)
 
 
 def test_verbose_says_what_the_watch_decided(capsys):
@@ -598,32 +630,6 @@ def test_a_scorer_of_three_arguments_runs_on_class_weighted_rows():
         assert np.all(np.isfinite(clf.overfitting_watch_["validation_scores"]))
 
 
-def _one_hot_regression(n=1500, n_features=8, levels=10, noise=0.35, seed=0):
-    """One-hot columns, an additive target with a mild curvature and noise:
-    a 100-unit network memorizes the rows slowly (the squared error's
-    held-out risk creeps up while the training risk keeps falling)."""
-    rng = np.random.RandomState(seed)
-    codes = rng.randint(levels, size=(n, n_features))
-    X = np.zeros((n, n_features * levels))
-    X[np.arange(n)[:, None], codes + levels * np.arange(n_features)] = 1.0
-    effect = rng.normal(size=(n_features, levels))
-    z = effect[np.arange(n_features), codes].sum(axis=1)
-    return X, z + 0.3 * z ** 2 / n_features + noise * rng.normal(size=n)
-
-
-def _watched_curves(est, X, y, epochs):
-    """The watch's fit on its split for ``epochs`` epochs: (training risks,
-    held-out risks) per epoch, and the fit."""
-    tr, va = (np.sort(i) for i in _split(est, X, y))
-    ref = clone(est).set_params(early_stopping=False, max_iter=epochs,
-                                tau=_tau(X))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref.fit(X[tr], y[tr], X_val=X[va], y_val=y[va])
-    return (np.array(ref.history_["risk"]), np.array(ref.validation_loss_curve_),
-            ref)
-
-
 def test_regressor_watch_goes_on_while_it_may_memorize_and_the_rule_decides():
     # past 15 epochs a regressor's watch goes on while the held-out risk is
     # more than 1.5 x the training risk and above its minimum, and its rule
@@ -647,19 +653,13 @@ def test_regressor_watch_goes_on_while_it_may_memorize_and_the_rule_decides():
     # (what 0.9.2's 15 epochs would have missed)
     assert not any(fired[:_base._WATCH_EPOCHS])
     # the refit: the best epochs on all rows
-    ref = GGNScoreRegressor(random_state=4, early_stopping=False,
-                            max_iter=watch["best_epoch"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        ref.fit(X, y)
-    for a, b in zip(_weights(reg), _weights(ref)):
-        np.testing.assert_array_equal(a, b)
+    _assert_refit_is_the_best_epochs(reg, X, y)
 
 
 @pytest.mark.parametrize("noise, seed, why", [(0.2, 1, "gap"),
                                               (0.35, 2, "minimum")])
-def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls_and_the_rows_join(
-        noise, seed, why):
+def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls(noise, seed,
+                                                                  why):
     X, y = _one_hot_regression(noise=noise, seed=seed)
     reg = GGNScoreRegressor(random_state=seed).fit(X, y)
     watch = reg.overfitting_watch_
@@ -674,11 +674,7 @@ def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls_and_the_rows
     at_minimum = held_out[-1] <= held_out[:-1].min()
     assert (gap_closed, at_minimum) == (why == "gap", why == "minimum")
     # = the watch's epochs on the split, warm-started on all rows
-    ref._solver_state.best_objective = np.inf
-    ref._solver_state.damping.last_epoch_objective = None
-    ref._solver_state.damping.stalls = 0
-    ref.set_params(warm_start=True, max_iter=100 - epochs)
-    ref.fit(X, y)
+    _continued_on_all_rows(ref, X, y, epochs)
     for a, b in zip(_weights(reg), _weights(ref)):
         np.testing.assert_array_equal(a, b)
     assert reg.n_iter_ == len(ref.loss_curve_) > epochs
