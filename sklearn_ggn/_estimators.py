@@ -205,8 +205,8 @@ _SHARED_PARAMETERS = """
         hold out or to train on, a class of one row, more classes than rows
         on a side of the split, a side without weight, or full batches); a
         regressor's watch goes on after them while the held-out risk stands
-        more than 1.5 times the training risk (the fit memorizes its rows)
-        and above its minimum, up to 50 epochs (at most half of
+        more than 1.5 times the training risk (the fit may be memorizing
+        its rows) and above its minimum, up to 50 epochs (at most half of
         ``max_iter``).
         When the risk on them stays more than 10 % above its minimum (7 %
         for the squared error) and more than 1.5 times the training risk

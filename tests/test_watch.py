@@ -685,6 +685,70 @@ def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls(noise, seed,
         assert short.overfitting_watch_["epochs"] == epochs - 3
 
 
+def _interrupt_watch_at(monkeypatch, epoch, how):
+    """Make the watch's fit (the first solve of a fit) diverge or converge
+    at ``epoch``."""
+    seen = {"solves": 0, "epochs": 0}
+    solve, run_epoch = _base.GGNScoreSolver.solve, _base.GGNScoreSolver._epoch
+
+    def counted_solve(self, *args, **kwargs):
+        seen["solves"] += 1
+        seen["epochs"] = 0
+        return solve(self, *args, **kwargs)
+
+    def interrupted_epoch(self, *args, **kwargs):
+        seen["epochs"] += 1
+        if seen["solves"] == 1 and seen["epochs"] == epoch and how == "diverge":
+            raise _base.StepFailure("diverged here")
+        return run_epoch(self, *args, **kwargs)
+
+    class Converging(_base.NoImprovement):
+        def __call__(self, objective, previous_best):
+            stop = super().__call__(objective, previous_best)
+            return stop or (seen["solves"] == 1 and seen["epochs"] == epoch)
+
+    monkeypatch.setattr(_base.GGNScoreSolver, "solve", counted_solve)
+    monkeypatch.setattr(_base.GGNScoreSolver, "_epoch", interrupted_epoch)
+    if how == "converge":
+        monkeypatch.setattr(_base, "NoImprovement", Converging)
+
+
+def test_a_watch_that_diverges_past_15_epochs_refits_all_rows(monkeypatch):
+    # (this watch fires at epoch 20 when left alone)
+    X, y = _one_hot_regression(noise=0.5, seed=4)
+    _interrupt_watch_at(monkeypatch, 18, "diverge")
+    reg = GGNScoreRegressor(random_state=4).fit(X, y)
+    watch = reg.overfitting_watch_
+    assert watch["epochs"] == 17 and not watch["overfitting"]
+    ref = GGNScoreRegressor(random_state=4, early_stopping=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref.fit(X, y)
+    for a, b in zip(_weights(reg), _weights(ref)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_watch_that_converges_past_15_epochs_lets_the_rows_join(monkeypatch):
+    X, y = _one_hot_regression(noise=0.5, seed=4)
+    _interrupt_watch_at(monkeypatch, 18, "converge")
+    reg = GGNScoreRegressor(random_state=4).fit(X, y)
+    watch = reg.overfitting_watch_
+    assert watch["epochs"] == 18 and not watch["overfitting"]
+    assert len(watch["validation_loss_curve"]) == 18
+    # (joined: the loss curve goes on from the watch's 18 epochs)
+    assert reg.n_iter_ == len(reg.loss_curve_) > 18
+    assert reg.validation_loss_curve_ is None
+
+
+def test_the_regressor_watch_stops_at_its_cap_and_the_rows_join(monkeypatch):
+    X, y = _one_hot_regression(noise=0.5, seed=4)
+    monkeypatch.setattr(_base, "_WATCH_MAX_EPOCHS", 17)
+    reg = GGNScoreRegressor(random_state=4, max_iter=200).fit(X, y)
+    watch = reg.overfitting_watch_
+    assert watch["epochs"] == 17 and not watch["overfitting"]
+    assert reg.n_iter_ > 17
+
+
 def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
     # a log-loss far above the training one while the accuracy improves is
     # no sign of memorizing: 15 epochs, then the rows join
