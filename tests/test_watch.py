@@ -728,25 +728,24 @@ def test_a_watch_that_diverges_past_15_epochs_refits_all_rows(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
-def test_a_watch_that_converges_past_15_epochs_lets_the_rows_join(monkeypatch):
+@pytest.mark.parametrize("ending", ["converges", "cap"])
+def test_a_watch_that_converges_or_reaches_its_cap_lets_the_rows_join(monkeypatch,
+                                                                      ending):
+    # past 15 epochs, a watch fit that converges (its stopping rule) or
+    # reaches _WATCH_MAX_EPOCHS (here 17, at most half of max_iter) joins
     X, y = _one_hot_regression(noise=0.5, seed=4)
-    _interrupt_watch_at(monkeypatch, 18, "converge")
-    reg = GGNScoreRegressor(random_state=4).fit(X, y)
-    watch = reg.overfitting_watch_
-    assert watch["epochs"] == 18 and not watch["overfitting"]
-    assert len(watch["validation_loss_curve"]) == 18
-    # (joined: the loss curve goes on from the watch's 18 epochs)
-    assert reg.n_iter_ == len(reg.loss_curve_) > 18
-    assert reg.validation_loss_curve_ is None
-
-
-def test_the_regressor_watch_stops_at_its_cap_and_the_rows_join(monkeypatch):
-    X, y = _one_hot_regression(noise=0.5, seed=4)
-    monkeypatch.setattr(_base, "_WATCH_MAX_EPOCHS", 17)
+    if ending == "converges":
+        _interrupt_watch_at(monkeypatch, 18, "converge")
+    else:
+        monkeypatch.setattr(_base, "_WATCH_MAX_EPOCHS", 17)
     reg = GGNScoreRegressor(random_state=4, max_iter=200).fit(X, y)
     watch = reg.overfitting_watch_
-    assert watch["epochs"] == 17 and not watch["overfitting"]
-    assert reg.n_iter_ > 17
+    epochs = 18 if ending == "converges" else 17
+    assert watch["epochs"] == epochs and not watch["overfitting"]
+    assert len(watch["validation_loss_curve"]) == epochs
+    # (joined: the loss curve goes on from the watch's epochs)
+    assert reg.n_iter_ == len(reg.loss_curve_) > epochs
+    assert reg.validation_loss_curve_ is None
 
 
 def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
