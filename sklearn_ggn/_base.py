@@ -903,8 +903,9 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
     def _watch_extends(self):
         """Whether the overfitting watch goes on beyond ``_WATCH_EPOCHS``
         while the held-out risk stands ``_WATCH_GAP`` times above the
-        training risk (the regressor: a log-loss's gap also grows with the
-        confidence of wrong predictions while the accuracy improves)."""
+        training risk and above its minimum (the regressor: a log-loss's
+        gap also grows with the confidence of wrong predictions while the
+        accuracy improves)."""
         return not is_classifier(self)
 
     def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, val_weight,
@@ -952,12 +953,15 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         elif watched < epochs or self._watch_phase.get("status") == "diverged":
-            # the watch's fit converged (or diverged) before the watch's
-            # first _WATCH_EPOCHS ended: the ordinary fit on all rows (one
-            # that converged while a regressor's watch went on joins them)
+            # the watch's fit diverged, or converged before the watch's first
+            # _WATCH_EPOCHS ended: the ordinary fit on all rows (one that
+            # converged while a regressor's watch went on joins them, below)
             if self.verbose:
-                print("Overfitting watch: the fit ended before the watch did; "
-                      "fitting on all rows.")
+                print("Overfitting watch: "
+                      + ("the watch's fit diverged"
+                         if self._watch_phase.get("status") == "diverged"
+                         else "the fit ended before the watch did")
+                      + "; fitting on all rows.")
             self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
         else:
@@ -1699,8 +1703,8 @@ class _Monitor:
         phase = estimator.__dict__.get("_watch_phase") or {}
         self.watch = phase.get("watch", False)
         # a regressor's watch goes on from this epoch while its held-out
-        # risk stands _WATCH_GAP times above the training risk, to the
-        # phase's max_iter (see _WATCH_MAX_EPOCHS)
+        # risk stands _WATCH_GAP times above the training risk and above
+        # its minimum, to the phase's max_iter (see _WATCH_MAX_EPOCHS)
         self.watch_epochs = phase.get("watch_epochs")
         self.watch_longest = phase.get("max_iter")
         self.watch_ended = False

@@ -103,8 +103,8 @@ def test_early_stopping_docstring_and_guide_quote_the_watch(cls):
         assert phrase in text, phrase
     guide_quoted = quoted[:2] + [f"up to {_base._WATCH_EPOCHS} epochs"] + quoted[3:]
     # the regressor's watch goes on while the held-out risk stands the
-    # rule's gap above the training risk
-    # (in the docstring's own words, not the rule's sentence before it)
+    # rule's gap above the training risk (quoted in the docstring's own
+    # words: the rule's sentence after it has the gap's too)
     longer = [f"{_base._WATCH_GAP:g} times the training risk (the fit may be "
               "memorizing its rows) and above its minimum, up to "
               f"{_base._WATCH_MAX_EPOCHS} epochs"]

@@ -713,11 +713,13 @@ def _interrupt_watch_at(monkeypatch, epoch, how):
         monkeypatch.setattr(_base, "NoImprovement", Converging)
 
 
-def test_a_watch_that_diverges_past_15_epochs_refits_all_rows(monkeypatch):
+def test_a_watch_that_diverges_past_15_epochs_refits_all_rows(monkeypatch, capsys):
     # (this watch fires at epoch 20 when left alone)
     X, y = _one_hot_regression(noise=0.5, seed=4)
     _interrupt_watch_at(monkeypatch, 18, "diverge")
-    reg = GGNScoreRegressor(random_state=4).fit(X, y)
+    reg = GGNScoreRegressor(random_state=4, verbose=True).fit(X, y)
+    assert ("Overfitting watch: the watch's fit diverged; fitting on all rows."
+            in capsys.readouterr().out)
     watch = reg.overfitting_watch_
     assert watch["epochs"] == 17 and not watch["overfitting"]
     ref = GGNScoreRegressor(random_state=4, early_stopping=False)
