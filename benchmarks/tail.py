@@ -20,7 +20,7 @@ watch):
 * the panel's default GGN-SCORE and MLP fits (``panel.fit_and_score``) of
   the same split and seed, for the comparison.
 
-Two tables: per fit, the held-out risk's last minimum and its rise at epoch
+Tables: per fit, the held-out risk's last minimum and its rise at epoch
 15 against what the epochs after 15 did to the test score; and for rules
 that stop on a held-out plateau (no new best for ``k`` epochs after epoch
 ``start``, the parameters of the best held-out epoch or of the last one),
@@ -29,7 +29,10 @@ geometric mean of the time ratios (time of the stopping epoch from
 ``history_["time"]``, which leaves the validation evaluations out; the
 monitor's test scoring is outside it too). The held-out fits train on the
 watch's rows only (no join), so a plateau rule here is the MLP's
-``early_stopping=True`` with GGN-SCORE's step.
+``early_stopping=True`` with GGN-SCORE's step. A third table replays the
+watch's own rule on the curves (the training risk of every epoch is
+recorded since 0.9.3): where a regressor's watch, which goes on past 15
+epochs while it may be memorizing, ends and what it decides.
 
     python -m benchmarks.tail [--tasks digits letter] [--seeds 0 1 2]
                               [--data-home DATA] [--label v092]
@@ -59,6 +62,16 @@ MAX_VAL_ROWS, MIN_VAL_ROWS = 500, 50
 # (start, k, by, deliver) of the plateau rules
 RULES = [(start, k, by, deliver) for start in (10, 15) for k in (3, 5, 8)
          for by in ("score", "risk") for deliver in ("best", "last")]
+
+
+WATCH_REPLAY = """The overfitting watch's rule (``_OverfittingRule``) on each
+fit's curves, with a regressor's watch going on past 15 epochs while the
+held-out risk stands 1.5 times the training risk and above its minimum (up
+to 50 epochs): where it ends, whether it refits (at the best epoch of the
+held-out score; its test score here is the fit on the watch's rows, the
+refit trains on all rows) or lets the rows join. The default fit's own
+watch is the same rule on the same epochs (the seam test checks the first
+15)."""
 
 
 def watch_split(y, n_rows, classifier, validation_fraction, seed):
@@ -111,6 +124,7 @@ def curves(task, seed, data):
     return {"n_train": int(len(train)), "n_val": int(len(val)),
             "epochs": int(est.n_iter_),
             "objective": list(est.loss_curve_),
+            "risk": list(est.history_["risk"]),
             "val_risk": list(est.history_["validation_risk"]),
             "val_score": list(est.history_["validation_score"]),
             "time": list(est.history_["time"]),
@@ -131,6 +145,30 @@ def plateau_stop(cur, start, k, by, deliver):
     else:
         stop = len(values) - 1
     return stop + 1, (best_epoch if deliver == "best" else stop) + 1
+
+
+def replay_watch(cur, regression):
+    """The watch of ``early_stopping="auto"`` replayed on a fit's curves
+    (its rule, and a regressor's watch going on past its first epochs while
+    the held-out risk stands the gap above the training risk and above its
+    minimum): ``(last watched epoch, "refit" or "join", best epoch or
+    None)``, epochs 1-based; "join" also when the curves end first."""
+    from sklearn_ggn import _base
+
+    rule = _base._OverfittingRule(_base._WATCH_RISE_SQUARED if regression
+                                  else _base._WATCH_RISE)
+    longest = _base._WATCH_MAX_EPOCHS if regression else _base._WATCH_EPOCHS
+    risks, scores = cur["val_risk"], cur["val_score"]
+    for epoch, (held_out, score, training) in enumerate(
+            zip(risks, scores, cur["risk"], strict=True), start=1):
+        if rule(held_out, score, training):
+            best = int(np.argmax(np.nan_to_num(scores[:epoch], nan=-np.inf))) + 1
+            return epoch, "refit", best
+        if epoch >= longest or (epoch >= _base._WATCH_EPOCHS and not (
+                held_out > _base._WATCH_GAP * training
+                and held_out > rule.best_risk)):
+            return epoch, "join", None
+    return len(risks), "join", None
 
 
 def _tolerance(task):
@@ -161,6 +199,20 @@ def tables(results):
         misses = sum(gap < -tol for gap, tol in gaps)
         rule_rows.append([start, k, by, deliver, misses, len(gaps),
                           min(g for g, _ in gaps), geometric_mean(ratios)])
+    watch_rows = []
+    for r in results:
+        c = r["curves"]
+        if "risk" not in c:  # (curves recorded before 0.9.3)
+            continue
+        from .panel import is_regression
+
+        end, how, best = replay_watch(c, is_regression(r["task"]))
+        at = min(WATCH_EPOCHS, len(c["risk"])) - 1
+        watch_rows.append([r["task"], r["seed"],
+                           float(c["val_risk"][at] / c["risk"][at]), end, how,
+                           "-" if best is None else best,
+                           "-" if best is None else c["test"][best - 1],
+                           r["ggn"]["score"]])
     default_misses = sum(r["ggn"]["score"] - r["mlp"]["score"]
                          < -_tolerance(r["task"]) for r in results)
     default_ratio = geometric_mean([r["ggn"]["time"] / r["mlp"]["time"]
@@ -169,7 +221,7 @@ def tables(results):
                       default_misses, len(results),
                       min(r["ggn"]["score"] - r["mlp"]["score"] for r in results),
                       default_ratio])
-    return per_fit, rule_rows
+    return per_fit, rule_rows, watch_rows
 
 
 def main(argv=None):
@@ -216,7 +268,7 @@ def main(argv=None):
                   f"{cur['test'][at]:.4f}, at its end ({cur['epochs']}) "
                   f"{cur['test'][-1]:.4f}; default {entry['ggn']['score']:.4f}, "
                   f"MLP {entry['mlp']['score']:.4f}", flush=True)
-    per_fit, rule_rows = tables(results)
+    per_fit, rule_rows, watch_rows = tables(results)
     t1 = md_table(["task", "seed", "held-out rows", "held-out risk's min (epoch)",
                    f"its rise at {WATCH_EPOCHS}", f"test at {WATCH_EPOCHS}",
                    "test at the end", "end − 15", "epochs", "default fit",
@@ -224,10 +276,14 @@ def main(argv=None):
     t2 = md_table(["start", "k", "by", "deliver", "fits below the MLP", "fits",
                    "worst gap to the MLP", "time / MLP (geometric mean)"],
                   rule_rows)
+    t3 = md_table(["task", "seed", f"held-out / training risk at {WATCH_EPOCHS}",
+                   "watch ends at", "then", "best epoch", "test at the best epoch",
+                   "default fit"], watch_rows)
     stamp = machine_stamp()
     text = (f"# The watch's held-out rows and the epochs after it\n\n"
             f"{stamp_markdown(stamp)}\n\n{__doc__.strip()}\n\n"
-            f"## Per fit\n\n{t1}\n\n## Plateau rules\n\n{t2}\n")
+            f"## Per fit\n\n{t1}\n\n## Plateau rules\n\n{t2}\n\n"
+            f"## The watch replayed on these curves\n\n{WATCH_REPLAY}\n\n{t3}\n")
     name = f"tail_{args.label}" if args.label else "tail"
     (RESULTS_DIR / f"{name}.md").write_text(text, encoding="utf-8")
     (RESULTS_DIR / f"{name}.json").write_text(

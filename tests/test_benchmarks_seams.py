@@ -202,3 +202,36 @@ def test_tail_benchmark_reproduces_the_watch():
     assert cur["n_val"] == watch["validation_rows"]
     np.testing.assert_allclose(cur["val_risk"][:watch["epochs"]],
                                watch["validation_loss_curve"], rtol=1e-10)
+
+
+def test_tail_benchmark_replays_the_regressors_watch():
+    """benchmarks/tail.py's replay of the watch on its curves ends where the
+    default fit's own watch ends, also past 15 epochs (a regressor's)."""
+    import warnings
+
+    import numpy as np
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from benchmarks.tail import curves, replay_watch
+    from sklearn_ggn import GGNScoreRegressor
+
+    # one-hot columns and a noisy additive target (as tests/test_watch.py)
+    rng = np.random.RandomState(1)
+    codes = rng.randint(10, size=(2200, 8))
+    X = np.zeros((2200, 80))
+    X[np.arange(2200)[:, None], codes + 10 * np.arange(8)] = 1.0
+    z = rng.normal(size=(8, 10))[np.arange(8), codes].sum(axis=1)
+    y = z + 0.3 * z ** 2 / 8 + 0.35 * rng.normal(size=2200)
+    X_tr, y_tr, X_te, y_te = X[:1500], y[:1500], X[1500:], y[1500:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cur = curves("onehot_regression", 1, (X_tr, y_tr, X_te, y_te))
+        # (the benchmark standardizes y as the panel's target transform)
+        model = make_pipeline(StandardScaler(), GGNScoreRegressor(random_state=1))
+        model.fit(X_tr, (y_tr - y_tr.mean()) / y_tr.std())
+    watch = model[-1].overfitting_watch_
+    end, how, best = replay_watch(cur, regression=True)
+    assert (end, how == "refit", best) == (watch["epochs"], watch["overfitting"],
+                                           watch["best_epoch"])
+    assert end > 15
