@@ -64,14 +64,14 @@ RULES = [(start, k, by, deliver) for start in (10, 15) for k in (3, 5, 8)
          for by in ("score", "risk") for deliver in ("best", "last")]
 
 
-WATCH_REPLAY = """The overfitting watch's rule (``_OverfittingRule``) on each
-fit's curves, with a regressor's watch going on past 15 epochs while the
+WATCH_REPLAY = """The overfitting watch's rule, as the estimators document it, on
+each fit's curves, with a regressor's watch going on past 15 epochs while the
 held-out risk stands 1.5 times the training risk and above its minimum (up
 to 50 epochs): where it ends, whether it refits (at the best epoch of the
 held-out score; its test score here is the fit on the watch's rows, the
 refit trains on all rows) or lets the rows join. The default fit's own
-watch is the same rule on the same epochs (the seam test checks the first
-15)."""
+watch is the same rule on the same epochs (the seam tests check the first
+15 epochs and the replay's ending)."""
 
 
 def watch_split(y, n_rows, classifier, validation_fraction, seed):
@@ -147,28 +147,43 @@ def plateau_stop(cur, start, k, by, deliver):
     return stop + 1, (best_epoch if deliver == "best" else stop) + 1
 
 
-def replay_watch(cur, regression):
-    """The watch of ``early_stopping="auto"`` replayed on a fit's curves
-    (its rule, and a regressor's watch going on past its first epochs while
-    the held-out risk stands the gap above the training risk and above its
-    minimum): ``(last watched epoch, "refit" or "join", best epoch or
-    None)``, epochs 1-based; "join" also when the curves end first."""
-    from sklearn_ggn import _base
+# the watch's rule as the estimators' ``early_stopping`` documents it
+WATCH_RISE, WATCH_RISE_SQUARED, WATCH_GAP, WATCH_PATIENCE = 0.1, 0.07, 1.5, 3
+WATCH_MAX_EPOCHS = 50  # a regressor's watch, while it may be memorizing
 
-    rule = _base._OverfittingRule(_base._WATCH_RISE_SQUARED if regression
-                                  else _base._WATCH_RISE)
-    longest = _base._WATCH_MAX_EPOCHS if regression else _base._WATCH_EPOCHS
-    risks, scores = cur["val_risk"], cur["val_score"]
-    for epoch, (held_out, score, training) in enumerate(
-            zip(risks, scores, cur["risk"], strict=True), start=1):
-        if rule(held_out, score, training):
-            best = int(np.argmax(np.nan_to_num(scores[:epoch], nan=-np.inf))) + 1
-            return epoch, "refit", best
-        if epoch >= longest or (epoch >= _base._WATCH_EPOCHS and not (
-                held_out > _base._WATCH_GAP * training
-                and held_out > rule.best_risk)):
+
+def replay_watch(cur, regression):
+    """The watch of ``early_stopping="auto"`` replayed on a fit's curves, as
+    documented: overfitting is the held-out risk more than ``rise`` above
+    its minimum and ``WATCH_GAP`` times the training risk for
+    ``WATCH_PATIENCE`` epochs, their mean held-out score no better than the
+    best by the risk's minimum; a regressor's watch goes on past
+    ``WATCH_EPOCHS`` while the held-out risk stands the gap above the
+    training risk and above its minimum. Returns ``(last watched epoch,
+    "refit" or "join", best epoch or None)``, epochs 1-based ("join" also
+    when the curves end first)."""
+    rise = WATCH_RISE_SQUARED if regression else WATCH_RISE
+    longest = WATCH_MAX_EPOCHS if regression else WATCH_EPOCHS
+    scores = np.asarray(cur["val_score"], dtype=float)
+    least, best_by_min, above = np.inf, np.nan, 0
+    for epoch, (held_out, training) in enumerate(
+            zip(cur["val_risk"], cur["risk"], strict=True), start=1):
+        if held_out < least:
+            best_by_min = np.nanmax(scores[:epoch]) if np.isfinite(
+                scores[:epoch]).any() else np.nan
+        least = min(least, held_out)
+        overfits = held_out > (1 + rise) * least and held_out > WATCH_GAP * training
+        above = above + 1 if overfits else 0
+        recent = scores[epoch - WATCH_PATIENCE:epoch]
+        if above >= WATCH_PATIENCE and (
+                not (np.isfinite(best_by_min) and np.isfinite(recent).all())
+                or recent.mean() <= best_by_min):
+            return epoch, "refit", int(np.argmax(np.nan_to_num(
+                scores[:epoch], nan=-np.inf))) + 1
+        if epoch >= longest or (epoch >= WATCH_EPOCHS and not (
+                held_out > WATCH_GAP * training and held_out > least)):
             return epoch, "join", None
-    return len(risks), "join", None
+    return len(cur["val_risk"]), "join", None
 
 
 def _tolerance(task):
