@@ -214,13 +214,13 @@ def tables(results):
         misses = sum(gap < -tol for gap, tol in gaps)
         rule_rows.append([start, k, by, deliver, misses, len(gaps),
                           min(g for g, _ in gaps), geometric_mean(ratios)])
+    from .panel import is_regression
+
     watch_rows = []
     for r in results:
         c = r["curves"]
         if "risk" not in c:  # (curves recorded before 0.9.3)
             continue
-        from .panel import is_regression
-
         end, how, best = replay_watch(c, is_regression(r["task"]))
         at = min(WATCH_EPOCHS, len(c["risk"])) - 1
         watch_rows.append([r["task"], r["seed"],
