@@ -897,8 +897,8 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             X = X.tocsr()
         if sp.issparse(y) and y.format not in ("csr", "csc"):
             y = y.tocsr()
-        return (X, y, sample_weight, idx_train, idx_val, val_weight,
-                (epochs, longest), seed, rows_weight)
+        return (X, y, sample_weight, idx_train, idx_val, val_weight, epochs,
+                longest, seed, rows_weight)
 
     def _watch_extends(self):
         """Whether the overfitting watch goes on beyond ``_WATCH_EPOCHS``
@@ -909,7 +909,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
         return not is_classifier(self)
 
     def _fit_watched(self, X, y, sample_weight, idx_train, idx_val, val_weight,
-                     epochs, seed, rows_weight):
+                     epochs, longest, seed, rows_weight):
         """The fit of ``early_stopping="auto"``: the watch, then all rows."""
         def rows(a, idx):
             # (rows by position of arrays, sparse matrices, lists and
@@ -917,7 +917,6 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return None if a is None else _safe_indexing(a, idx)
 
         # at least `epochs` epochs, at most `longest` (see _WATCH_MAX_EPOCHS)
-        epochs, longest = epochs
         self._watch_phase = {"max_iter": longest, "watch": True, "seed": seed,
                              "rows_weight": rows_weight, "watch_epochs": epochs}
         # the watch's own fit is internal: its warnings (max_iter reached,
@@ -928,6 +927,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                 rows(X, idx_train), rows(y, idx_train), sample_weight[idx_train],
                 False, None, rows(X, idx_val), rows(y, idx_val), val_weight)
         watched = len(self.loss_curve_)
+        diverged = self._watch_phase.get("status") == "diverged"
         stopped_at = self.__dict__.get("_watch_stopped_at")
         risks = list(self.history_.get("validation_risk", []))
         scores = list(self.history_.get("validation_score", []))
@@ -952,14 +952,13 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
                          "least risk (no finite held-out score)."))
             self._watch_phase = {"max_iter": best, "refit": True, "seed": seed}
             self._fit_transaction(X, y, sample_weight, False, None, None, None, None)
-        elif watched < epochs or self._watch_phase.get("status") == "diverged":
+        elif watched < epochs or diverged:
             # the watch's fit diverged, or converged before the watch's first
             # _WATCH_EPOCHS ended: the ordinary fit on all rows (one that
             # converged while a regressor's watch went on joins them, below)
             if self.verbose:
                 print("Overfitting watch: "
-                      + ("the watch's fit diverged"
-                         if self._watch_phase.get("status") == "diverged"
+                      + ("the watch's fit diverged" if diverged
                          else "the fit ended before the watch did")
                       + "; fitting on all rows.")
             self._watch_phase = {"max_iter": self.max_iter, "seed": seed}
@@ -1652,6 +1651,16 @@ class _OverfittingRule:
         self.best_score = np.nan
         self.scores = []
 
+    def _far_above(self, risk, training_risk):
+        """The held-out risk more than ``gap`` times the training risk."""
+        return risk > self.gap * training_risk
+
+    def may_be_memorizing(self, risk, training_risk):
+        """After the epoch just recorded: its held-out risk far above the
+        training risk and above its minimum (what a regressor's watch goes
+        on for past ``_WATCH_EPOCHS``)."""
+        return self._far_above(risk, training_risk) and risk > self.best_risk
+
     def __call__(self, risk, score, training_risk):
         """Record one epoch; True when the fit overfits."""
         self.scores.append(score)
@@ -1666,7 +1675,7 @@ class _OverfittingRule:
         # of a held-out risk that the training risk keeps up with is the
         # noise of the early epochs of large data, not memorizing
         overfits = (risk > (1 + self.rise) * self.best_risk
-                    and risk > self.gap * training_risk)
+                    and self._far_above(risk, training_risk))
         self.above = self.above + 1 if overfits else 0
         if self.above < self.patience:
             return False
@@ -1704,9 +1713,9 @@ class _Monitor:
         self.watch = phase.get("watch", False)
         # a regressor's watch goes on from this epoch while its held-out
         # risk stands _WATCH_GAP times above the training risk and above
-        # its minimum, to the phase's max_iter (see _WATCH_MAX_EPOCHS)
+        # its minimum, to the solve's max_iter (see _WATCH_MAX_EPOCHS)
         self.watch_epochs = phase.get("watch_epochs")
-        self.watch_longest = phase.get("max_iter")
+        self.max_iter = max_iter
         self.watch_ended = False
         self.watch_rule = _OverfittingRule(
             _WATCH_RISE_SQUARED if estimator.loss == "squared_error"
@@ -1762,10 +1771,9 @@ class _Monitor:
                 self.estimator._watch_stopped_at = self.n_iter
                 stop = True
             elif (self.watch_epochs is not None
-                  and self.watch_epochs <= self.n_iter < self.watch_longest
-                  and not (record["validation_risk"] > _WATCH_GAP * record["risk"]
-                           and record["validation_risk"]
-                           > self.watch_rule.best_risk)):
+                  and self.watch_epochs <= self.n_iter < self.max_iter
+                  and not self.watch_rule.may_be_memorizing(
+                      record["validation_risk"], record["risk"])):
                 # the held-out risk is back near the training risk, or at a
                 # new minimum (the fit still learns what the held-out rows
                 # need): no memorizing to watch for; the held-out rows join
