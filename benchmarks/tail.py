@@ -8,9 +8,10 @@ it will help? ``python -m benchmarks.tail`` answers on the panel's
 mini-batch tasks (``benchmarks/panel.py``; the full-batch ones have no
 watch):
 
-* the watch's split is reproduced (its documented rule:
-  ``validation_fraction`` of the rows, at most 500, stratified for
-  classifiers, seeded by ``random_state``);
+* the watch's split is reproduced: the default fit's own watch says how
+  many rows it held out and by which rule it decides
+  (``overfitting_watch_``); the split is ``train_test_split`` of that many
+  rows, stratified for classifiers, seeded by ``random_state``;
 * GGN-SCORE (defaults, ``early_stopping=False``, and the τ of all rows,
   as the watch takes it) is fit on the watch's training rows with the
   held-out rows as ``X_val``, to its own end (its first 15 epochs are the
@@ -30,19 +31,19 @@ geometric mean of the time ratios (time of the stopping epoch from
 monitor's test scoring is outside it too). The held-out fits train on the
 watch's rows only (no join), so a plateau rule here is the MLP's
 ``early_stopping=True`` with GGN-SCORE's step. A third table replays the
-watch's own rule on the curves (the training risk of every epoch is
-recorded since 0.9.3): where a regressor's watch, which goes on past 15
-epochs while it may be memorizing, ends and what it decides.
+watch on the curves with the package's own rule object
+(``sklearn_ggn.engine.OverfittingWatch``, configured as the default fit's
+``overfitting_watch_["rule"]``): where a regressor's watch, which goes on
+past 15 epochs while it may be memorizing, ends and what it decides.
 
     python -m benchmarks.tail [--tasks digits letter] [--seeds 0 1 2]
-                              [--data-home DATA] [--label v092]
+                              [--data-home DATA] [--label LABEL]
 
 One BLAS thread. ``results/tail.md`` (``tail_<label>.md``) and ``.json``
 keep the curves and tables.
 """
 import argparse
 import json
-import math
 import warnings
 
 import numpy as np
@@ -56,45 +57,58 @@ from ._common import (
     stamp_markdown,
 )
 
-WATCH_EPOCHS = 15
 FULL_BATCH = ("breast_cancer", "diabetes")
-MAX_VAL_ROWS, MIN_VAL_ROWS = 500, 50
+# the epoch the tables look at: the end of the watch's first epochs
+AT_EPOCH = 15
 # (start, k, by, deliver) of the plateau rules
 RULES = [(start, k, by, deliver) for start in (10, 15) for k in (3, 5, 8)
          for by in ("score", "risk") for deliver in ("best", "last")]
 
 
-WATCH_REPLAY = """The overfitting watch's rule, as the estimators document it, on
-each fit's curves, with a regressor's watch going on past 15 epochs while the
-held-out risk stands 1.5 times the training risk and above its minimum (up
-to 50 epochs): where it ends, whether it refits (at the best epoch of the
-held-out score; its test score here is the fit on the watch's rows, the
-refit trains on all rows) or lets the rows join. The default fit's own
-watch is the same rule on the same epochs (the seam tests check the first
-15 epochs and the replay's ending)."""
+WATCH_REPLAY = """The overfitting watch replayed on each fit's curves by the
+package's own rule object, configured as the default fit's watch (a
+regressor's goes on past its first epochs while the held-out risk stands
+above the training risk and its minimum): where it ends, whether it
+refits (at the best epoch of the held-out score; its test score here is
+the fit on the watch's rows, the refit trains on all rows) or lets the rows
+join. The default fit's own watch is the same rule on the same epochs (the
+seam tests check the first epochs and the replay's ending)."""
 
 
-def watch_split(y, n_rows, classifier, validation_fraction, seed):
-    """``(train, held-out)`` indices by the watch's documented rule."""
+def default_watch(task, seed, data):
+    """The default fit's ``overfitting_watch_`` (None without a watch)."""
+    from .panel import _final_estimator, is_regression, make_model
+
+    X_tr, y_tr = data[:2]
+    model = make_model("ggn", is_regression(task), seed, {}, task)
+    model.fit(X_tr, y_tr)
+    return _final_estimator(model).overfitting_watch_
+
+
+def watch_split(y, n_val, classifier, seed):
+    """``(train, held-out)`` indices of the watch's split of ``n_val`` rows."""
     from sklearn.model_selection import train_test_split
 
-    n_val = min(MAX_VAL_ROWS, int(math.ceil(validation_fraction * n_rows)))
-    if n_val < MIN_VAL_ROWS or n_rows - n_val < MIN_VAL_ROWS:
-        return None
-    train, val = train_test_split(np.arange(n_rows), test_size=n_val,
+    train, val = train_test_split(np.arange(len(y)), test_size=n_val,
                                   random_state=np.random.RandomState(seed),
                                   stratify=y if classifier else None)
     return np.sort(train), np.sort(val)
 
 
-def curves(task, seed, data):
-    """Per-epoch curves of the fit on the watch's training rows."""
+def curves(task, seed, data, watch=None):
+    """Per-epoch curves of the fit on the watch's training rows (None when
+    the default fit has no watch); ``watch``: the default fit's
+    ``overfitting_watch_`` when known."""
     from sklearn.callback import ScoringMonitor
 
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 
     from .panel import _preprocessor, is_regression
 
+    if watch is None:
+        watch = default_watch(task, seed, data)
+    if watch is None:
+        return None
     X_tr, y_tr, X_te, y_te = data
     regression = is_regression(task)
     pre = _preprocessor(task, "ggn").fit(X_tr)
@@ -109,11 +123,7 @@ def curves(task, seed, data):
     # them counts them all)
     tau = min(0.01, max(1e-4, 1.0 / len(y_tr)))
     est = cls(random_state=seed, early_stopping=False, tau=tau)
-    split = watch_split(y_tr, len(y_tr), not regression,
-                        est.validation_fraction, seed)
-    if split is None:
-        return None
-    train, val = split
+    train, val = watch_split(y_tr, watch["validation_rows"], not regression, seed)
     # the monitor scores the estimator as it stands after each epoch; its
     # scorer ignores the rows it is given and scores the test rows
     monitor = ScoringMonitor(
@@ -122,7 +132,7 @@ def curves(task, seed, data):
     est.fit(A[train], y_tr[train], X_val=A[val], y_val=y_tr[val])
     rows = [r for r in monitor.get_logs().data if r["task_name"] == "epoch"]
     return {"n_train": int(len(train)), "n_val": int(len(val)),
-            "epochs": int(est.n_iter_),
+            "epochs": int(est.n_iter_), "watch_rule": dict(watch["rule"]),
             "objective": list(est.loss_curve_),
             "risk": list(est.history_["risk"]),
             "val_risk": list(est.history_["validation_risk"]),
@@ -147,41 +157,22 @@ def plateau_stop(cur, start, k, by, deliver):
     return stop + 1, (best_epoch if deliver == "best" else stop) + 1
 
 
-# the watch's rule as the estimators' ``early_stopping`` documents it
-WATCH_RISE, WATCH_RISE_SQUARED, WATCH_GAP, WATCH_PATIENCE = 0.1, 0.07, 1.5, 3
-WATCH_MAX_EPOCHS = 50  # a regressor's watch, while it may be memorizing
+def replay_watch(cur, rule):
+    """The overfitting watch replayed on a fit's curves by the package's
+    rule object, configured by ``rule`` (a default fit's
+    ``overfitting_watch_["rule"]``). Returns ``(last watched epoch, "refit"
+    or "join", best epoch or None)``, epochs 1-based ("join" also when the
+    curves end first)."""
+    from sklearn_ggn.engine import OverfittingWatch
 
-
-def replay_watch(cur, regression):
-    """The watch of ``early_stopping="auto"`` replayed on a fit's curves, as
-    documented: overfitting is the held-out risk more than ``rise`` above
-    its minimum and ``WATCH_GAP`` times the training risk for
-    ``WATCH_PATIENCE`` epochs, their mean held-out score no better than the
-    best by the risk's minimum; a regressor's watch goes on past
-    ``WATCH_EPOCHS`` while the held-out risk stands the gap above the
-    training risk and above its minimum. Returns ``(last watched epoch,
-    "refit" or "join", best epoch or None)``, epochs 1-based ("join" also
-    when the curves end first)."""
-    rise = WATCH_RISE_SQUARED if regression else WATCH_RISE
-    longest = WATCH_MAX_EPOCHS if regression else WATCH_EPOCHS
-    scores = np.asarray(cur["val_score"], dtype=float)
-    least, best_by_min, above = np.inf, np.nan, 0
-    for epoch, (held_out, training) in enumerate(
-            zip(cur["val_risk"], cur["risk"], strict=True), start=1):
-        if held_out < least:
-            best_by_min = np.nanmax(scores[:epoch]) if np.isfinite(
-                scores[:epoch]).any() else np.nan
-        least = min(least, held_out)
-        overfits = held_out > (1 + rise) * least and held_out > WATCH_GAP * training
-        above = above + 1 if overfits else 0
-        recent = scores[epoch - WATCH_PATIENCE:epoch]
-        if above >= WATCH_PATIENCE and (
-                not (np.isfinite(best_by_min) and np.isfinite(recent).all())
-                or recent.mean() <= best_by_min):
-            return epoch, "refit", int(np.argmax(np.nan_to_num(
-                scores[:epoch], nan=-np.inf))) + 1
-        if epoch >= longest or (epoch >= WATCH_EPOCHS and not (
-                held_out > WATCH_GAP * training and held_out > least)):
+    watch = OverfittingWatch(**rule)
+    for epoch, record in enumerate(
+            ({"risk": r, "validation_risk": v, "validation_score": s}
+             for r, v, s in zip(cur["risk"], cur["val_risk"], cur["val_score"],
+                                strict=True)), start=1):
+        if watch(record, None, epoch) and watch.overfitting_at is not None:
+            return epoch, "refit", watch.best_epoch(cur["val_risk"][:epoch])
+        if watch.joined or epoch >= rule["longest"]:
             return epoch, "join", None
     return len(cur["val_risk"]), "join", None
 
@@ -196,8 +187,8 @@ def tables(results):
     per_fit, rule_rows = [], []
     for r in results:
         c = r["curves"]
-        risk = np.asarray(c["val_risk"][:WATCH_EPOCHS])
-        at = min(WATCH_EPOCHS, len(c["test"])) - 1
+        risk = np.asarray(c["val_risk"][:AT_EPOCH])
+        at = min(AT_EPOCH, len(c["test"])) - 1
         per_fit.append([r["task"], r["seed"], c["n_val"],
                         int(np.argmin(risk)) + 1, float(risk[-1] / risk.min()),
                         c["test"][at], c["test"][-1],
@@ -214,15 +205,11 @@ def tables(results):
         misses = sum(gap < -tol for gap, tol in gaps)
         rule_rows.append([start, k, by, deliver, misses, len(gaps),
                           min(g for g, _ in gaps), geometric_mean(ratios)])
-    from .panel import is_regression
-
     watch_rows = []
     for r in results:
         c = r["curves"]
-        if "risk" not in c:  # (curves recorded before 0.9.3)
-            continue
-        end, how, best = replay_watch(c, is_regression(r["task"]))
-        at = min(WATCH_EPOCHS, len(c["risk"])) - 1
+        end, how, best = replay_watch(c, c["watch_rule"])
+        at = min(AT_EPOCH, len(c["risk"])) - 1
         watch_rows.append([r["task"], r["seed"],
                            float(c["val_risk"][at] / c["risk"][at]), end, how,
                            "-" if best is None else best,
@@ -278,20 +265,20 @@ def main(argv=None):
             for kind in ("ggn", "mlp"):
                 entry[kind] = fit_and_score(kind, task, seed, data, {})
             results.append(entry)
-            at = min(WATCH_EPOCHS, len(cur["test"])) - 1
+            at = min(AT_EPOCH, len(cur["test"])) - 1
             print(f"{task} seed {seed}: test at epoch {at + 1} "
                   f"{cur['test'][at]:.4f}, at its end ({cur['epochs']}) "
                   f"{cur['test'][-1]:.4f}; default {entry['ggn']['score']:.4f}, "
                   f"MLP {entry['mlp']['score']:.4f}", flush=True)
     per_fit, rule_rows, watch_rows = tables(results)
     t1 = md_table(["task", "seed", "held-out rows", "held-out risk's min (epoch)",
-                   f"its rise at {WATCH_EPOCHS}", f"test at {WATCH_EPOCHS}",
+                   f"its rise at {AT_EPOCH}", f"test at {AT_EPOCH}",
                    "test at the end", "end − 15", "epochs", "default fit",
                    "MLP"], per_fit)
     t2 = md_table(["start", "k", "by", "deliver", "fits below the MLP", "fits",
                    "worst gap to the MLP", "time / MLP (geometric mean)"],
                   rule_rows)
-    t3 = md_table(["task", "seed", f"held-out / training risk at {WATCH_EPOCHS}",
+    t3 = md_table(["task", "seed", f"held-out / training risk at {AT_EPOCH}",
                    "watch ends at", "then", "best epoch", "test at the best epoch",
                    "default fit"], watch_rows)
     stamp = machine_stamp()

@@ -18,480 +18,17 @@ from sklearn.utils.multiclass import (
 )
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from ._base import BaseGGNScore, _Number, _plain
+from ._base import BaseGGNScore, _Number
+from ._docstrings import fill_doc, with_docs
+from ._persistence import _plain
 from ._losses import HuberLoss, LogLoss, MultilabelLogLoss, PoissonLoss, SquaredError
 
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
 _ACCEPT_SPARSE = ("csr", "csc")
 
-_SHARED_PARAMETERS = """
-    n_hidden : int, default=100
-        Number of hidden units n.
-
-    activation : {"silu", "relu", "tanh", "sigmoid", "softplus", "identity"}, \
-            default="silu"
-        Hidden activation ρ. ``"silu"`` is the paper's choice for its synthetic
-        experiments, ``"relu"`` for MNIST. ``"identity"`` (ρ(a) = a) makes
-        the network linear in X, as ``MLPRegressor(activation="identity")``.
-
-    scaling : {"ntk", "mean_field"} or float, default="ntk"
-        Output scaling κ(n): ``1/sqrt(n)`` (``"ntk"``, the paper's), ``1/n``
-        (``"mean_field"``) or the given positive float.
-
-    fit_intercept : bool, default=True
-        Whether to learn a hidden bias ``b_h`` and an output bias ``b_o``.
-        They are regularized like every other parameter (the paper recovers
-        biases by appending a constant input, which is what ``b_h`` is).
-
-    regularizer : {"pseudo_huber", "ostrovskii_bach", "l2"}, default="pseudo_huber"
-        The smoothed penalty ḡ; ``"pseudo_huber"`` is the paper's.
-
-    mu : float or "auto", default="auto"
-        Smoothing parameter μ > 0 of the ℓ1 smoothers (unused by ``"l2"``).
-        It trades sparsity for step size: the penalty is ℓ1-like for
-        ``|θ_i| ≫ μ`` and quadratic below, and the step-size rule
-        ``α = ᾱ / (1 + M_g η)`` has ``M_g ∝ μ^{ν/2 − 2}``, so a small μ
-        (≤ 0.1) makes α collapse (0.005-0.03 measured) and training crawl,
-        while a very large μ makes the penalty a plain ridge. ``"auto"`` is
-        ``1/κ(n)`` (√n with the NTK scaling), the paper's recommended
-        ``μ = c/κ(n)`` with c = 1. Typical range ``0.1·√n`` to ``10·√n``;
-        tune it together with ``tau`` by ``GridSearchCV``. The evidence is
-        on the documentation's defaults page.
-
-    tau : float, "auto" or "evidence", default="auto"
-        Regularization strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. It
-        trades training fit for smaller, sparser weights: with a curvature
-        method that reaches the optimum, a tiny τ lets the network
-        interpolate small data sets (diabetes: test R² < 0 at τ = 1e-4),
-        while a large one underfits. ``"auto"``, for full-batch fits of the
-        squared-error regressor, takes the τ ≥ 1e-4 of a log grid (1e-6 to
-        1) minimizing the generalized cross-validation of the problem
-        linearized at the initial weights (a kernel ridge regression with
-        the Gauss-Newton Gram ``J̃ ḡ''(θ0)⁻¹ J̃ᵀ``, on at most 1024 rows ×
-        outputs; the curve is ``tau_path_``; a warm start that continues a
-        fit keeps its τ); for other full-batch fits
-        ``τ = min(10 / n_samples, 0.01)`` (with ``sample_weight``, their sum
-        in place of ``n_samples``) — the penalty weighs as much as ten
-        samples' loss — and ``max(1e-4, 1 / n_samples)`` for mini-batch
-        fits (one sample's loss, with ``sample_weight`` their sum, at most
-        0.01; from 10 000 rows on 1e-4, where the batches' noise regularizes
-        enough; the overfitting watch's fit on part of the rows keeps the
-        value of all of them), 1e-4 for ``partial_fit``, whose chunks are
-        not the data set; the value used is ``tau_``. A float is used as
-        given. The linearization at the initial weights can misjudge models
-        far from linear there: with ``activation="relu"`` or ``"softplus"``
-        on a few hundred rows GCV has chosen τ ≈ 0.03-0.06 where 1e-3 tested
-        0.97 against 0.71-0.73; compare a few fixed values there.
-        ``"evidence"``: as ``"auto"``, but the τ of the grid is the one
-        that maximizes the marginal likelihood (evidence) of the same
-        linearized problem read as a Bayesian ridge (Gaussian prior of
-        precision proportional to ``τ ḡ''(θ0)``, Gaussian noise whose
-        variance is profiled out; the curve is ``tau_path_["evidence"]``);
-        where GCV does not choose τ (classifiers, other losses, mini-batch
-        fits) it is ``"auto"``.
-        Typical range 1e-6 to 1e-1; to tune it, search a log grid with
-        ``GridSearchCV`` (e.g. ``np.logspace(-5, -1, 5)``). The evidence is
-        on the documentation's defaults page.
-
-    step_size : float, default=0.95
-        ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
-
-    damping : "adaptive", "auto", "tau" or float, default="adaptive"
-        Curvature of the regularizer in the Gauss-Newton matrix,
-        ``H = λ_H ḡ''(θ)``:
-
-        - ``"adaptive"``: on mini-batches (and ``partial_fit``)
-          ``H = λ u ḡ''`` with ``u = 1/ḡ''(0)`` (μ for the ℓ1 smoothers, 1
-          for ``"l2"``) and λ adapted on data the step did not see: a step
-          that makes the next batch's objective more than 1.5× worse is
-          undone and λ tripled, each accepted step lets λ decay by 0.5 %
-          (down to its floor), and an epoch that improves the epoch
-          objective by less than 1 % (slow) or by less than 0.3 % of the
-          first epoch's objective (small) raises λ's floor 1.5-fold; five
-          such stalled epochs in a row that are small (the floor raised
-          7.6-fold or more) end the fit — slow progress alone does not,
-          since on noisy data every epoch is slow next to the noise floor
-          while the rising damping still anneals the fit. λ starts at 0.1
-          and its state carries across epochs, warm starts and
-          ``partial_fit`` calls (``partial_fit`` applies no per-epoch
-          rule: a chunk is not a pass over the data). With the structured
-          step (``hessian="per_unit"``, the default) the rules count work
-          instead: λ starts at 0.03 and decays by 0.5 % per 8 rows seen,
-          an epoch of s steps is held to s/250 of the stall thresholds
-          (fewer steps, lower thresholds; more, higher), and a stalled
-          epoch raises the floor 1.3-fold. In
-          full batch ``H = λ ḡ''`` with λ starting at
-          ``max(τ, τ₀)``, ``τ₀ = min(0.01, 10/n)`` (``tau="auto"``'s
-          full-batch rule before the regressor's generalized
-          cross-validation refines it), and adapted like
-          Levenberg-Marquardt's damping:
-          a step the line search shortens doubles λ, a step taken as
-          proposed divides it by 3, never below τ, where the step is the
-          paper's ``"tau"`` (a tiny H from the start makes the step size
-          collapse on models the Gauss-Newton step fits poorly); with
-          ``line_search=False`` a step that raised the objective doubles
-          λ, any other divides it by 3.
-        - ``"tau"``: ``H = ∇²g = τ ḡ''`` exactly as the paper's equations.
-        - a positive float c: ``H = c ḡ''`` (1.0 reproduces the authors'
-          code).
-        - ``"auto"``: the 0.1 default, ``"tau"`` for full-batch ``fit`` and
-          1.0 for mini-batches (1.0 also when ``tau=0``).
-
-        See :func:`sklearn_ggn.paper_params` for the paper's settings and
-        the documentation's defaults page for the measurements.
-
-    line_search : "auto" or bool, default="auto"
-        Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
-        batch objective (the reference's ``ss_type=3``). ``"auto"``: on for
-        full-batch fits and for the exact step (``hessian="diagonal"``), off
-        on the structured step's mini-batches, whose adaptive damping judges
-        every step on the next batch (and undoes it when it made that batch
-        1.5 times worse).
-
-    linear_solver : {"auto", "dual", "primal"}, default="auto"
-        How the Gauss-Newton system is solved.
-
-        - ``"dual"``: Woodbury / kernel form, a Cholesky of the (bK × bK)
-          matrix ``I + J̃ D J̃ᵀ``; cheap when the batch is small relative to
-          the number of parameters (the overparameterized regime).
-        - ``"primal"``: a Cholesky of the (p × p) matrix ``Jᵀ Q J + H``; cheap
-          for small networks and large batches.
-        - ``"auto"``: the form with fewer estimated flops whose memory fits.
-
-    solver : {"ggn", "gd"}, default="ggn"
-        ``"ggn"`` is GGN-SCORE; ``"gd"`` is the paper's baseline, plain
-        gradient descent ``θ ← θ − learning_rate ∇R(θ)`` on the unregularized
-        risk (``tau`` is then unused and ``loss_curve_`` records R).
-
-    learning_rate : float, default=1.0
-        Step of ``solver="gd"`` (the paper uses 1).
-
-    batch_size : int, "auto" or None, default="auto"
-        Samples per step. ``None`` is full batch. ``"auto"``, where the
-        step is structured (the default ``hessian="per_unit"`` with one row
-        of the kernel system per sample: one output, or the classifier's
-        true-vs-rest curvature): full batch up to 512 samples (1024 for
-        the squared-error regressor, which chooses τ by generalized
-        cross-validation in full batch, and for the Huber regressor), else
-        128 samples per batch. Otherwise (several outputs of a regressor,
-        multilabel targets, ``loss="squared_error"`` for a classifier, or
-        ``hessian="diagonal"``): full batch while
-        ``n_samples · n_outputs ≤ 1024``; otherwise ``256 // K`` samples for
-        K outputs (256 for one output), all outputs' rows of the kernel
-        system together.
-        ``partial_fit``, which sees chunks of a larger data set, always takes
-        these mini-batches. The size used is ``batch_size_``.
-
-    max_iter : int, default=100
-        Maximum number of iterations (full batch) or epochs (mini-batch).
-
-    tol : float, default=1e-4
-        Minimum improvement of the objective (or of the validation score with
-        ``early_stopping``) that resets the ``n_iter_no_change`` counter.
-
-    n_iter_no_change : int or np.inf, default=10
-        Stop when more than this many consecutive iterations/epochs have
-        not improved by ``tol`` (MLP's rule; ``np.inf``: never, run
-        ``max_iter``).
-
-    early_stopping : "auto" or bool, default="auto"
-        ``"auto"``: an overfitting watch that gives every row back. A fresh
-        mini-batch ``fit`` without ``X_val`` (not a warm start from fitted
-        weights or weights set by hand) holds out
-        ``validation_fraction`` of the rows (at most 500, at least 50,
-        stratified for classifiers) for its first 15 epochs (at most half
-        of ``max_iter``; below 10 there is no watch, nor with fewer rows to
-        hold out or to train on, a class of one row, more classes than rows
-        on a side of the split, a side without weight, or full batches); a
-        regressor's watch goes on after them while the held-out risk stands
-        more than 1.5 times the training risk (the fit may be memorizing
-        its rows) and above its minimum, up to 50 epochs (at most half of
-        ``max_iter``).
-        When the risk on them stays more than 10 % above its minimum (7 %
-        for the squared error) and more than 1.5 times the training risk
-        for 3 epochs in a row, and their score (``scoring``) over those
-        epochs is on average no better than its best by the risk's minimum,
-        the fit overfits: it is refit on all rows, from the same initial
-        weights, for the number of epochs that scored best on the held-out
-        rows. Otherwise they join the training rows and the fit goes on (its
-        input statistics are those of the watched rows). What the watch
-        found is in ``overfitting_watch_``.
-
-        ``True``: stop when the validation score stops improving and keep
-        the parameters of the best validation score. The validation data are
-        ``X_val, y_val`` when given to ``fit``, otherwise a held-out
-        ``validation_fraction`` of the training data (stratified for
-        classifiers), which the model never trains on. When the split is
-        too small (fewer than two validation rows, or than one of each class
-        on either side) the fit warns and trains on all rows without early
-        stopping; a class of one row raises a ValueError, as MLPClassifier's
-        stratified split does. The validation score then
-        decides alone when the fit ends: the adaptive damping's stalled
-        epochs still raise the damping but do not stop a fit whose
-        validation score improves.
-
-        ``False``: neither; the fit ends by its own stopping rules (the
-        0.7 default). ``partial_fit`` ignores the parameter.
-
-    validation_fraction : float, default=0.1
-        Fraction held out for early stopping (or for the overfitting watch).
-
-    shuffle : bool, default=True
-        Shuffle the samples every epoch (mini-batch only).
-
-    random_state : int, RandomState instance or None, default=None
-        Seeds the initial weights, the shuffling and the validation split;
-        with an int, fits are reproducible bit for bit on the same machine
-        and number of BLAS threads (BLAS sums in a thread-dependent order).
-
-    warm_start : bool, default=False
-        Start from the current ``hidden_weights_``, ``output_weights_`` (and
-        intercepts). These may also be set by hand before ``fit`` to start
-        from one's own initialization (weights on the inputs as the network
-        sees them, through ``input_transform``, whose statistics that fit
-        computes).
-
-    verbose : bool or int, default=False
-        Print one line per iteration/epoch: objective, risk, α, the damping,
-        the validation score (with validation data) and time, and which
-        rule ended the fit when one did (reaching ``max_iter`` is the
-        ``ConvergenceWarning``'s to say).
-
-    store_initial_weights : bool, default=False
-        Keep a copy of the initial weights in ``initial_weights_`` (needed by
-        :func:`sklearn_ggn.diagnostics.time_invariance`); off by default so
-        that ordinary fits pay nothing.
-    curvature : {"auto", "exact", "true_vs_rest"}, default="auto"
-        Output curvature Q of the Gauss-Newton model. ``"exact"`` is the
-        paper's: for K classes the kernel system has b·K rows.
-        ``"true_vs_rest"`` keeps, of the softmax curvature
-        ``diag π − π πᵀ``, the part of the margin between the true class and
-        the rest, ``π_y (1 − π_y)(e_y − r)(e_y − r)ᵀ`` with ``r`` the other
-        classes' normalized probabilities: one row per sample, a b × b system
-        (K² less Gram, K³ less factorization); the gradient stays exact.
-        It applies to the softmax log loss; other losses (one output, the
-        squared error, Poisson) keep their exact Q. ``"auto"`` is
-        ``"true_vs_rest"``. See the user guide's "The default step".
-    hessian : {"auto", "diagonal", "per_unit"}, default="auto"
-        Structure of H, the curvature of the regularizer in the step.
-        ``"diagonal"`` is ``λ_H ḡ''(θ)`` entry by entry (the paper's);
-        ``"per_unit"`` gives every parameter of a hidden unit (its input
-        weights, bias and output weights) the unit's mean of that curvature,
-        so that the Gram costs ``b²(d + n)`` instead of ``b²·n·d``; the
-        regularizer's gradient stays exact. ``"auto"`` is ``"per_unit"``.
-        :func:`~sklearn_ggn.paper_params` sets ``curvature="exact",
-        hessian="diagonal"``.
-
-    scoring : str, callable or None, default=None
-        The validation score that ``early_stopping`` follows (which
-        ``validation_scores_`` records with ``early_stopping=True``, and
-        ``history_["validation_score"]`` whenever there are validation
-        data), as
-        ``HistGradientBoosting``'s ``scoring``:
-
-        - ``None``: the estimator's ``score`` (accuracy for the classifier,
-          R² for the regressor), computed from the network outputs.
-        - ``"loss"``: minus the validation risk (the training loss on the
-          validation rows, without the penalty; ``validation_loss_curve_``);
-          ``tol`` is then in units of the loss.
-        - a scorer name (see scikit-learn's ``get_scorer_names``), or a
-          callable ``scorer(estimator, X, y)``: called after every
-          iteration/epoch on the validation rows with the current weights
-          (with ``sample_weight=`` when the validation rows are weighted,
-          as by ``class_weight``, and the callable takes it). Greater is
-          better.
-
-    input_transform : {"robust_clip"} or None, default="robust_clip"
-        What the network sees of ``X``. ``"robust_clip"``: every column is
-        centered on its median, scaled by the smaller of its standard
-        deviation and its interquartile range / 1.349 (where the quartiles
-        coincide, as for zero-inflated columns, by half its range, but a
-        column there of two values each in 5 rows or more, such as a one-hot
-        column of a level in fewer than a quarter of the rows, keeps a step
-        of 1; a constant column becomes 0) and smoothly
-        clipped, ``x' = z / sqrt(1 + (z/B)²)`` with ``B = 3 · 1.349``: the
-        bulk of a column keeps unit scale whatever its outliers, and no
-        value reaches ±B. An outlying row then cannot take a huge step, and
-        the fit no longer depends on the seed where columns are heavy-tailed
-        (counts, money, rare pixels); the map is monotone, so nothing is lost
-        that the network cannot undo. The statistics (``input_center_``,
-        ``input_scale_``) come from the training rows of the first fit and
-        are kept by warm starts and ``partial_fit`` (the first
-        ``partial_fit`` chunk fixes them for the stream: a column constant
-        in it is centered and not scaled; a first chunk of fewer than 20
-        rows warns). It composes with
-        a ``StandardScaler`` in front (an affine map changes none of its
-        results). A fit on sparse ``X`` passes it as given (centering would
-        densify it); sparse ``X`` given to a model fitted on dense ``X`` is
-        mapped as its dense rows. ``None``: the network sees ``X`` as given (the paper's
-        setting; standardize ``X`` yourself). The evidence for the default
-        is on the documentation's defaults page.
-"""
-
-_SHARED_ATTRIBUTES = """
-    hidden_weights_ : ndarray of shape (n_hidden, `n_features_in_`)
-        Hidden-layer weights U.
-
-    output_weights_ : ndarray of shape (n_hidden, `n_outputs_`)
-        Output weights V.
-
-    hidden_intercept_ : ndarray of shape (n_hidden,)
-        Hidden bias ``b_h`` (only with ``fit_intercept=True``).
-
-    output_intercept_ : ndarray of shape (`n_outputs_`,)
-        Output bias ``b_o`` (only with ``fit_intercept=True``).
-
-    n_outputs_ : int
-        Number of network outputs K.
-
-    n_iter_ : int
-        Iterations (full batch) or epochs (mini-batch) run by the last call
-        of ``fit`` or ``partial_fit`` (as ``MLPClassifier``); the whole
-        warm-started or ``partial_fit`` sequence ran ``len(loss_curve_)``.
-
-    t_ : int
-        Number of steps taken.
-
-    loss_curve_ : list of float
-        Objective ``R + g`` after each iteration (full batch), or the mean
-        batch objective of each epoch (mini-batch).
-
-    history_ : dict of lists
-        One entry per iteration/epoch: ``"objective"`` (as ``loss_curve_``),
-        ``"risk"`` (R alone), ``"step_size"`` (α taken; the epoch mean for
-        mini-batches), ``"damping"`` (the curvature scale ``λ_H`` of the
-        steps, their mean over an epoch; ``solver="ggn"`` only), ``"time"``
-        (training seconds since the first fit of a warm-started sequence;
-        validation evaluations are not counted), and with validation data
-        (``X_val`` or ``early_stopping``) ``"validation_risk"`` and
-        ``"validation_score"``.
-
-    initial_weights_ : dict of ndarray
-        With ``store_initial_weights=True``: the weights the optimization
-        started from (``"hidden_weights"``, ``"output_weights"`` and the
-        intercepts); kept across warm-started fits.
-
-    best_loss_ : float or None
-        Smallest value in ``loss_curve_``; None with ``early_stopping``,
-        where the validation score decides (``best_validation_score_``).
-
-    validation_scores_ : list of float or None
-        Validation score per iteration/epoch with ``early_stopping`` (on
-        ``X_val`` when given, else on the held-out split), as ``scoring``
-        defines it.
-
-    validation_loss_curve_ : list of float or None
-        With validation data (``X_val``, or the held-out split of
-        ``early_stopping``): the risk (the training loss, without the
-        penalty) on the validation rows after each iteration/epoch, in the
-        units of ``history_["risk"]``, the training risk (``loss_curve_``
-        adds the penalty). None without validation data.
-
-    best_validation_score_ : float or None
-        Best validation score with ``early_stopping=True`` (None when the
-        fit diverged before the first score).
-
-    overfitting_watch_ : dict or None
-        What ``early_stopping="auto"``'s watch found, None when there was
-        none: ``"validation_rows"``, ``"epochs"`` (watched),
-        ``"overfitting"`` (bool), ``"best_epoch"`` (the epochs of the refit
-        when it overfitted, else None), and the held-out
-        ``"validation_loss_curve"`` and ``"validation_scores"`` per watched
-        epoch. ``n_iter_`` and ``loss_curve_`` are those of the fit on all
-        rows: after overfitting, the refit's; otherwise the watched epochs
-        and the ones after.
-
-    tau_ : float
-        The regularization strength used (``tau``, or its ``"auto"`` value).
-
-    tau_path_ : dict or None
-        When ``tau="auto"`` chose τ by generalized cross-validation (or
-        ``tau="evidence"`` by the evidence): the
-        grid ``"tau"``, the criterion ``"gcv"`` (minimized), the
-        leave-one-out error ``"loo"``, the degrees of freedom ``"dof"``
-        (``tr S``) of the linearized smoother and ``"evidence"`` (its
-        negative log marginal likelihood per entry, up to a constant) over
-        that grid (arrays), ``"n_rows"`` (the rows of the Gram),
-        ``"criterion"`` and ``"tau_min"`` (the smallest τ it may choose);
-        e.g.
-        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. None otherwise.
-
-    uncertainty_ : str or None
-        The structure of the Laplace posterior computed after ``fit`` (what
-        ``uncertainty`` resolved to: ``"dual"``, ``"primal"`` or
-        ``"last_layer"``), or None when there is none (``uncertainty=None``,
-        after ``partial_fit``, with ``tau=0``, or for losses it is not
-        defined for).
-
-    log_marginal_likelihood_ : float or None
-        The log evidence of the Laplace approximation at the fitted weights
-        (in the units of ``y`` for the regressor),
-        ``log p(y | θ*) − α Σ ḡ(θ*) − ½ log det(P H⁻¹)``, with the prior the
-        Gaussian of precision ``H = α ḡ''(θ*)`` (the penalty's curvature at
-        θ*) and ``P`` the posterior precision; None when ``uncertainty_``
-        is None. Compare it across values of ``tau`` (larger is better);
-        see the user guide's "Predictive uncertainty and evidence".
-
-    linear_solver_ : str or None
-        The form (``"dual"`` or ``"primal"``) every step of the last fit
-        used (what ``linear_solver="auto"`` resolved to); None with
-        ``solver="gd"``, which solves no linear system.
-
-    batch_size_ : int
-        Rows per step of the last call (what ``batch_size`` resolved to; the
-        number of training rows for a full batch).
-
-    input_center_ : ndarray of shape (`n_features_in_`,) or None
-        The column medians of ``input_transform="robust_clip"``; None when
-        the network sees ``X`` as given (``input_transform=None`` or sparse
-        ``X``).
-
-    input_scale_ : ndarray of shape (`n_features_in_`,) or None
-        The column factors of ``input_transform="robust_clip"``
-        (``1 / min(σ, IQR / 1.349)``; where the quartiles coincide 2 / range,
-        or 1 / range for a column of two values; 0 for a constant one); None as
-        ``input_center_``.
-
-    n_features_in_ : int
-        Number of features seen during ``fit``.
-
-    feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during ``fit`` (only when X has string
-        column names).
-"""
-
-_OBJECTIVE = r"""
-    The network is :math:`\Phi(x) = \kappa(n) V^\top \rho(U x + b_h) + b_o` and
-    the objective is the regularized empirical risk
-
-    .. math::
-
-        \min_\theta \; \sum_k s_k \, \ell(\Phi(x_k), y_k)
-        + \tau \sum_i \bar g_\mu(\theta_i),
-
-    minimized by GGN-SCORE steps :math:`\theta \leftarrow \theta - \alpha d`
-    with :math:`(J^\top Q J + H) d = J^\top e + \nabla g` and
-    :math:`\alpha = \min(1, \bar\alpha / (1 + M_g \|\nabla g\|^*_\theta))`.
-"""
-
-_REFERENCES = """
-    References
-    ----------
-    .. [1] A. D. Adeoye, P. C. Petersen, A. Bemporad. "Regularized Gauss-Newton
-       for Optimizing Overparameterized Neural Networks." arXiv:2404.14875.
-"""
-
-
-def _with_docs(doc):
-    return (doc.replace("%(parameters)s", _SHARED_PARAMETERS)
-               .replace("%(attributes)s", _SHARED_ATTRIBUTES)
-               .replace("%(objective)s", _OBJECTIVE)
-               .replace("%(references)s", _REFERENCES))
-
-
 class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
-    __doc__ = _with_docs("""Two-layer network regressor trained by GGN-SCORE.
+    __doc__ = with_docs("""Two-layer network regressor trained by GGN-SCORE.
 
     A scaled one-hidden-layer network fitted with the generalized Gauss-Newton
     method regularized by a self-concordant smoothing of the ℓ1 norm, with the
@@ -501,77 +38,39 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     Parameters
     ----------
     loss : {"squared_error", "poisson", "huber"}, default="squared_error"
-        Training loss. ``"poisson"`` is the half Poisson deviance with the
-        log link, as ``MLPRegressor(loss="poisson")``: the network output Φ
-        is the log of the mean, :meth:`predict` returns ``exp(Φ)``, targets
-        must be non-negative (counts, rates, positive amounts), and the
-        curvature of the Gauss-Newton model is ``Q = diag(s exp(Φ)) / K``.
-        With several outputs the deviance is averaged over them (as the
-        squared error is here; ``MLPRegressor`` sums it). ``"huber"`` is
-        Huber's robust loss of the residual ``r = Φ(x) − y`` (in the
-        standardized units of ``standardize_target``): ``½ r²`` for
-        ``|r| ≤ epsilon`` and ``epsilon (|r| − ½ epsilon)`` beyond, averaged
-        over outputs, so that outlying targets pull on the fit with a bounded
-        force; its Gauss-Newton curvature is 1 for the rows within the
-        threshold and 0 for the others.
+        Training loss: the squared error ``½ (1/K) ‖Φ(x) − y‖²``; the half
+        Poisson deviance with the log link (``predict`` returns ``exp(Φ)``;
+        targets non-negative); or Huber's loss of the residual, quadratic
+        within ``epsilon`` and linear beyond, so that outlying targets pull
+        with a bounded force.
 %(parameters)s
     standardize_target : bool, default=True
         Train on standardized targets and map the predictions back, so that
-        the fit does not depend on the units of ``y``: fitting ``a·y + b``
-        predicts ``a·ŷ + b``, and ``tau``, ``mu`` and the initial weights
-        mean the same for every ``y``. With ``loss="squared_error"`` each
-        output is centered by its mean and divided by its standard
-        deviation (both weighted by ``sample_weight``; a constant output is
-        only centered). With ``loss="poisson"`` each output is only divided
-        by its (weighted) mean — counts must stay non-negative under the log
-        link — so fitting ``a·y`` (``a > 0``) predicts ``a·ŷ``; an all-zero
-        output is left as is. The statistics are ``target_mean_`` and
-        ``target_scale_``. They are computed by ``fit`` and by the first
-        ``partial_fit``, and kept by later ``partial_fit`` calls and by a
-        ``warm_start`` fit that continues from fitted weights (those weights
-        map to the kept units). ``loss_curve_``, ``best_loss_`` and
-        ``history_`` (objective, risk, validation risk) are in the
-        standardized units, the units ``tau`` weighs against; scores (R²)
-        do not depend on units. False trains on ``y`` as given (the paper's
-        setting).
+        ``tau``, ``mu`` and the initial weights mean the same for every
+        ``y``: each output centered by its (weighted) mean and divided by its
+        standard deviation; with ``loss="poisson"`` only divided by its mean.
+        The statistics (``target_mean_``, ``target_scale_``) come from
+        ``fit`` or the first ``partial_fit`` and are kept by later
+        ``partial_fit`` calls and warm starts. False: ``y`` as given (the
+        paper's setting).
 
     epsilon : float, default=1.35
-        The threshold of ``loss="huber"`` (unused by the other losses): a
-        residual beyond ``epsilon`` costs linearly. Named and defaulted as
-        ``HuberRegressor``'s, which also puts it on a scaled residual; here
-        the scale is the standard deviation of ``y`` (with
-        ``standardize_target=True``; ``y``'s own units otherwise), not a
-        robust estimate of the noise's, so 1.35 treats as outliers only
-        residuals beyond 1.35 standard deviations of the targets. A smaller
-        value (e.g. 0.1-0.5) makes more rows count linearly (more robust,
-        less efficient on clean data); tune it with ``GridSearchCV``. Far
-        smaller values (1e-6 and below) make the loss vanish against the
-        penalty (it grows as ``ε |r|``): the fit shrinks to a constant.
+        The threshold of ``loss="huber"``, in the units the network is
+        trained in (standard deviations of ``y`` with
+        ``standardize_target=True``): residuals beyond it cost linearly. A
+        smaller value is more robust, less efficient on clean data.
 
     uncertainty : {"auto", "dual", "primal", "last_layer"} or None, \
             default="auto"
-        The structure of the linearized Laplace posterior over all training
-        rows at the fitted weights (computed on first use), for
-        ``predict(X, return_std=True)`` and ``log_marginal_likelihood_``
-        (``loss="squared_error"`` only). The precision is the Gauss-Newton
-        matrix ``(N K / σ̂²)(J̃ᵀJ̃ + τ ḡ''(θ*))`` of the training objective:
-
-        - ``"dual"``: exact, by the Woodbury (kernel) form: keeps the
-          Cholesky factor of the (m·K × m·K) kernel system and the m
-          training inputs;
-        - ``"primal"``: exact: keeps the Cholesky factor of the (p × p)
-          precision, nothing of the training data;
-        - ``"last_layer"``: the output weights and bias only, the hidden
-          layer held at its fitted value (its uncertainty is ignored, so
-          the std is smaller, most of all away from the data): a factor of
-          order ``(n_hidden + 1)·K``, for any m and p;
-        - ``"auto"``: the exact form of fewer flops (the step's cost model
-          for a batch of all rows) among ``"dual"`` while ``m·K ≤ 2048``
-          and ``"primal"`` while ``p ≤ 3000``, if its memory fits;
-          otherwise ``"last_layer"`` (also for sparse X);
-        - None: none (``return_std=True`` raises).
-
-        The one used is ``uncertainty_``.
+        The structure of the linearized Laplace posterior at the fitted
+        weights, computed on first use for ``predict(X, return_std=True)``
+        and ``log_marginal_likelihood_`` (``loss="squared_error"``):
+        ``"dual"`` (exact, kernel form; keeps the training inputs),
+        ``"primal"`` (exact, p × p), ``"last_layer"`` (the output layer
+        only, the hidden layer held fixed), ``"auto"`` (the exact form of
+        fewer flops while ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory
+        fits, else ``"last_layer"``), or None (none). The one used is
+        ``uncertainty_``. See :ref:`uncertainty`.
 
     Attributes
     ----------
@@ -676,9 +175,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return self._noise_checked().get("noise_variance_")
 
     def _full_batch_regression(self):
-        # Huber in full batch too: on friedman1 (600 rows, 10 % of the
-        # targets shifted by 20-40) mini-batches of 128 at τ = 1e-4 reached
-        # a held-out R² of 0.01, the full batch 0.83 (the squared error 0.67)
+        # the Huber loss keeps full batches as long as the squared error
         return self._selects_tau() or (self.loss == "huber"
                                        and self.solver == "ggn")
 
@@ -747,6 +244,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return r2_score(Y, outputs, sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
             sample_weight_val=None):
         """Fit the network to data.
@@ -758,20 +256,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             Sparse matrices (CSR, CSC) are never densified.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights; integer weights are equivalent to repeating
-            rows (exactly so with full-batch training; in mini-batches each
-            batch's risk is an unbiased estimate of the weighted risk, its
-            rows weighed relative to the mean weight of all rows).
-        X_val : array-like of shape (n_val, n_features), default=None
-            Validation inputs: their risk and score are recorded in
-            ``history_`` after every iteration/epoch, and used instead of a
-            held-out split by ``early_stopping``. Inside a ``Pipeline`` they
-            are not transformed by the preceding steps.
-        y_val : array-like, default=None
-            Validation targets (with ``X_val``).
-        sample_weight_val : array-like of shape (n_val,), default=None
-            Validation sample weights.
+%(fit_parameters)s
 
         Returns
         -------
@@ -864,7 +349,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
 
 class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
-    __doc__ = _with_docs("""Two-layer network classifier trained by GGN-SCORE.
+    __doc__ = with_docs("""Two-layer network classifier trained by GGN-SCORE.
 
     With ``loss="log_loss"`` the network outputs logits (softmax for K ≥ 3
     classes, one sigmoid logit for two, and one independent sigmoid per label
@@ -878,56 +363,26 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         Training loss. Only ``"log_loss"`` defines ``predict_proba``.
 %(parameters)s
     class_weight : dict, list of dict, "balanced" or None, default=None
-        Weights of the classes, as in scikit-learn's other classifiers: each
-        row's sample weight is multiplied by the weight of its class before
-        the weights are normalized, i.e. the fit is the one with
+        Weights of the classes: the fit is the one with
         ``sample_weight=compute_sample_weight(class_weight, y)`` (times any
-        ``sample_weight`` given). A dict maps class labels to weights
-        (classes not in it weigh 1); ``"balanced"`` gives class c the weight
-        ``n_samples / (n_classes * n_c)`` over the rows of the call (with
-        ``partial_fit``, each chunk is balanced by its own class counts;
-        pass a dict, e.g. from ``compute_class_weight`` on a representative
-        sample, for weights fixed across the stream). With early stopping
-        the held-out rows keep their class weights, so the validation score
-        is weighted too; ``sample_weight_val`` is used as given. For
-        multilabel targets (an indicator matrix) ``"balanced"`` or a list of
-        one dict per label (keys 0 and 1) weigh each row by the product over
-        the labels, as ``RandomForestClassifier`` does for several outputs;
-        a single dict is refused there.
+        ``sample_weight``). A dict maps labels to weights; ``"balanced"``
+        weighs class c by ``n_samples / (n_classes · n_c)`` over the rows of
+        the call (each ``partial_fit`` chunk by its own counts); for
+        multilabel targets ``"balanced"`` or one dict per label.
 
     uncertainty : {"auto", "dual", "primal", "last_layer"} or None, \
             default="auto"
-        The structure of the linearized Laplace posterior over all training
-        rows at the fitted weights (``loss="log_loss"`` only), for
-        ``predictive="probit"`` and ``log_marginal_likelihood_``: ``"dual"``
-        (exact, kernel form; keeps the training inputs), ``"primal"``
-        (exact, p × p), ``"last_layer"``
-        (the output layer only, the hidden layer held fixed) or ``"auto"``,
-        chosen as for :class:`GGNScoreRegressor` (``"dual"`` while
-        ``m·K ≤ 2048``, ``"primal"`` while ``p ≤ 3000``, by the step's cost
-        model, else ``"last_layer"``). It is computed on first use
-        (``predictive="probit"``, ``log_marginal_likelihood_``, pickling):
-        over all training rows it costs a fraction of the fit (digits: the
-        last layer, 0.12 s after a 0.44 s fit). None computes none. The one
-        used is
-        ``uncertainty_``.
+        The structure of the linearized Laplace posterior at the fitted
+        weights (``loss="log_loss"``), computed on first use for
+        ``predictive="probit"`` and ``log_marginal_likelihood_``; chosen as
+        for :class:`GGNScoreRegressor`. The one used is ``uncertainty_``.
 
     predictive : {"map", "probit"}, default="map"
-        What :meth:`predict_proba` returns. ``"map"``: the softmax (sigmoid)
-        of the fitted logits. ``"probit"``: the linearized Laplace
-        predictive: each logit's posterior variance ``v`` (the prior
-        precision scaled by the evidence at the fitted weights) shrinks it
-        to ``f / sqrt(1 + π v / 8)`` before the softmax; without a
-        posterior (``uncertainty_`` None) the ``"map"`` probabilities.
-        ``predict`` and ``decision_function`` always use the fitted logits,
-        so with several classes a row near a boundary can be predicted a
-        class other than the argmax of its probit probabilities (each logit
-        is shrunk by its own variance). During a fit, validation scores and
-        scikit-learn's callbacks score the epochs' weights with the
-        ``"map"`` probabilities (the posterior is the final weights'). The
-        default follows the measurements of the user guide: the probit
-        lowered the log-loss and calibration error on a noisy generated
-        task and raised both on digits and breast_cancer.
+        What :meth:`predict_proba` returns: ``"map"``, the softmax (sigmoid)
+        of the fitted logits; ``"probit"``, the linearized Laplace
+        predictive, each logit shrunk by its posterior variance ``v`` to
+        ``f / sqrt(1 + π v / 8)`` (the ``"map"`` probabilities without a
+        posterior). ``predict`` always uses the fitted logits.
 
     Attributes
     ----------
@@ -1165,6 +620,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                               sample_weight=sample_weight)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None,
             sample_weight_val=None):
         """Fit the network to labelled data.
@@ -1177,20 +633,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         y : array-like of shape (n_samples,) or (n_samples, n_labels)
             Class labels (at least two classes), or a multilabel indicator
             matrix.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights; integer weights are equivalent to repeating
-            rows (exactly so with full-batch training; in mini-batches each
-            batch's risk is an unbiased estimate of the weighted risk, its
-            rows weighed relative to the mean weight of all rows).
-        X_val : array-like of shape (n_val, n_features), default=None
-            Validation inputs: their risk and score are recorded in
-            ``history_`` after every iteration/epoch, and used instead of a
-            held-out split by ``early_stopping``. Inside a ``Pipeline`` they
-            are not transformed by the preceding steps.
-        y_val : array-like, default=None
-            Validation targets (with ``X_val``).
-        sample_weight_val : array-like of shape (n_val,), default=None
-            Validation sample weights.
+%(fit_parameters)s
 
         Returns
         -------

@@ -169,7 +169,7 @@ class _Graph:
 
 def _network_outputs(graph, est, X):
     """Φ(X) of shape (N, K): ``κ ρ(X Uᵀ + b_h) V + b_o``."""
-    from sklearn_ggn._base import _kappa
+    from sklearn_ggn._plan import kappa as _kappa
 
     X = graph.node("Cast", [X], to=graph.proto)
     if getattr(est, "input_center_", None) is not None:

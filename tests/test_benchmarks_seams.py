@@ -176,9 +176,8 @@ def test_the_rule_allows(snippet, package_private):
 
 
 def test_tail_benchmark_reproduces_the_watch():
-    """benchmarks/tail.py rebuilds the watch's split and τ from their
-    documented rules: its fit's first 15 epochs are the default fit's watch
-    (the same held-out risks)."""
+    """benchmarks/tail.py rebuilds the watch's split and τ: its fit's first
+    15 epochs are the default fit's watch (the same held-out risks)."""
     import warnings
 
     import numpy as np
@@ -231,7 +230,7 @@ def test_tail_benchmark_replays_the_regressors_watch():
         model = make_pipeline(StandardScaler(), GGNScoreRegressor(random_state=1))
         model.fit(X_tr, (y_tr - y_tr.mean()) / y_tr.std())
     watch = model[-1].overfitting_watch_
-    end, how, best = replay_watch(cur, regression=True)
+    end, how, best = replay_watch(cur, watch["rule"])
     assert (end, how == "refit", best) == (watch["epochs"], watch["overfitting"],
                                            watch["best_epoch"])
     assert end > 15

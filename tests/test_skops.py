@@ -17,7 +17,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
-from sklearn_ggn._base import _solver_state_from_dict, _solver_state_to_dict
+from sklearn_ggn._persistence import solver_state_from_dict as _solver_state_from_dict
+from sklearn_ggn._persistence import solver_state_to_dict as _solver_state_to_dict
 
 sio = pytest.importorskip("skops.io")
 

@@ -15,7 +15,7 @@ from naive import (
 )
 from test_numerics import RTOL, make_problem, to_dense_layout
 
-from sklearn_ggn import _network
+from sklearn_ggn import _network, _plan
 from sklearn_ggn._losses import LOSSES, RankFactor
 from sklearn_ggn._regularizers import REGULARIZERS
 from sklearn_ggn.engine import Batch, Problem
@@ -218,25 +218,30 @@ def test_batch_rule_follows_the_steps_structure():
     keeps the exact rule, 256 // K rows."""
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 
+    def plan(est, n, K, incremental=False):
+        X = np.zeros((n, 3))
+        summary = est._summary(X, K, np.ones(n), float(n), incremental)
+        return _plan.plan_fit(est.get_params(deep=False), summary)
+
     reg = GGNScoreRegressor()
-    assert reg._plan(5000, 1).batch_size == 128
-    assert reg._plan(900, 1).batch_size == 900  # GCV in full batch
-    assert reg._plan(900, 1).tau_rule == "select"
+    assert plan(reg, 5000, 1).batch_size == 128
+    assert plan(reg, 900, 1).batch_size == 900  # GCV in full batch
+    assert plan(reg, 900, 1).tau_rule == "select"
     # 20 outputs under the per-unit H: 20 rows per sample, the exact rule
     assert reg._step_structure(20) == {"rank": 20, "per_unit": True}
-    assert reg._plan(5000, 20).batch_size == max(1, 256 // 20)
+    assert plan(reg, 5000, 20).batch_size == max(1, 256 // 20)
     clf = GGNScoreClassifier()
     clf._multilabel = False
-    assert clf._plan(900, 5).batch_size == 128
-    assert clf._plan(900, 5).tau_rule == "mini_batch"
-    assert not clf._plan(900, 5).line_search  # the structured mini-batches
-    assert clf._plan(500, 5).batch_size == 500
-    assert clf._plan(500, 5).tau_rule == "samples"
-    assert clf._plan(500, 5, incremental=True).batch_size == 128
+    assert plan(clf, 900, 5).batch_size == 128
+    assert plan(clf, 900, 5).tau_rule == "mini_batch"
+    assert not plan(clf, 900, 5).line_search  # the structured mini-batches
+    assert plan(clf, 500, 5).batch_size == 500
+    assert plan(clf, 500, 5).tau_rule == "samples"
+    assert plan(clf, 500, 5, incremental=True).batch_size == 128
     exact = GGNScoreRegressor(hessian="diagonal")
     assert exact._step_structure(3) == {}
-    assert exact._plan(5000, 3).batch_size == 256 // 3
-    assert exact._plan(5000, 3).line_search  # the exact step keeps it
+    assert plan(exact, 5000, 3).batch_size == 256 // 3
+    assert plan(exact, 5000, 3).line_search  # the exact step keeps it
     gd = GGNScoreClassifier(solver="gd")
     assert gd._step_structure(5) == {}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, _plan
 from sklearn_ggn._tau import TAU_GRID, linearized_gram, select_tau, smoother_criteria
 from sklearn_ggn.engine import LOSSES, REGULARIZERS, Problem, TwoLayerNetwork
 
@@ -173,7 +173,7 @@ def test_mini_batch_rule_counts_rows_as_frequencies_and_is_capped():
     assert _fit(GGNScoreClassifier(**kw), X, y, sample_weight=0.5).tau_ == 1 / 150
     normalized = _fit(GGNScoreClassifier(**kw), X, y,
                       sample_weight=np.full(300, 1 / 300))
-    assert normalized.tau_ == _base._AUTO_TAU_MAX == 0.01
+    assert normalized.tau_ == _plan.AUTO_TAU_MAX == 0.01
     # from 10 000 rows on the floor 1e-4
     X = rng.standard_normal((12_000, 2))
     big = _fit(GGNScoreRegressor(n_hidden=2, max_iter=1), X, X[:, 0])

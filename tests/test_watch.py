@@ -16,7 +16,8 @@ from sklearn.metrics import make_scorer
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, paper_params
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, _plan, paper_params
+from sklearn_ggn.engine import OverfittingRule, StepFailure
 
 
 def _one_hot(rng, n, n_features, levels):
@@ -58,7 +59,7 @@ def _smooth_regression(n=1500, seed=0):
 
 def _split(estimator, X, y):
     """The watch's split, as the estimator draws it."""
-    n_val = min(_base._WATCH_MAX_ROWS,
+    n_val = min(_plan.WATCH_MAX_ROWS,
                 int(np.ceil(estimator.validation_fraction * X.shape[0])))
     stratify = y if isinstance(estimator, GGNScoreClassifier) else None
     return train_test_split(np.arange(X.shape[0]), test_size=n_val,
@@ -297,7 +298,7 @@ def test_watch_warns_once():
 
 
 def test_interrupted_watch_leaves_estimator_unchanged(monkeypatch):
-    import sklearn_ggn._base as base
+    import sklearn_ggn._monitor as monitor
 
     X, y = _one_hot_noisy()
     clf = GGNScoreClassifier(random_state=0, max_iter=20)
@@ -306,7 +307,7 @@ def test_interrupted_watch_leaves_estimator_unchanged(monkeypatch):
         clf.fit(X[:300], y[:300])
     before = {k: v for k, v in clf.__dict__.items()}
     calls = {"n": 0}
-    original = base._Monitor.__call__
+    original = monitor.Monitor.__call__
 
     def interrupt(self, record, theta):
         calls["n"] += 1
@@ -314,7 +315,7 @@ def test_interrupted_watch_leaves_estimator_unchanged(monkeypatch):
             raise KeyboardInterrupt
         return original(self, record, theta)
 
-    monkeypatch.setattr(base._Monitor, "__call__", interrupt)
+    monkeypatch.setattr(monitor.Monitor, "__call__", interrupt)
     with pytest.raises(KeyboardInterrupt):
         clf.fit(X, y)
     assert set(clf.__dict__) == set(before)
@@ -488,12 +489,12 @@ def test_squared_error_rule_and_refit():
     watch = reg.overfitting_watch_
     assert watch["overfitting"]
     risks = np.array(watch["validation_loss_curve"])
-    above = risks > (1 + _base._WATCH_RISE_SQUARED) * np.minimum.accumulate(risks)
+    above = risks > (1 + _plan.WATCH_RISE_SQUARED) * np.minimum.accumulate(risks)
     # (the rise holds for the last three epochs; it may have held before,
     # while the held-out risk was not yet 1.5 × the training risk)
     assert above[-3:].all()
     # (10 % would not have seen it)
-    above_10 = risks > (1 + _base._WATCH_RISE) * np.minimum.accumulate(risks)
+    above_10 = risks > (1 + _plan.WATCH_RISE) * np.minimum.accumulate(risks)
     assert not any(above_10[i:i + 3].all() for i in range(len(above_10) - 2))
     _assert_refit_is_the_best_epochs(reg, X, y)
 
@@ -513,7 +514,7 @@ def test_verbose_says_what_the_watch_decided(capsys):
 def test_rule_on_given_curves():
     # the rule itself, on curves made up to pin each of its conditions
     def fires_at(risks, scores, training=None, rise=0.1):
-        rule = _base._OverfittingRule(rise)
+        rule = OverfittingRule(rise, _plan.WATCH_GAP, _plan.WATCH_PATIENCE)
         training = [0.0] * len(risks) if training is None else training
         for t, (r, s, tr) in enumerate(zip(risks, scores, training, strict=True)):
             if rule(r, s, tr):
@@ -638,20 +639,21 @@ def test_regressor_watch_goes_on_while_it_may_memorize_and_the_rule_decides():
     reg = GGNScoreRegressor(random_state=4).fit(X, y)
     watch = reg.overfitting_watch_
     epochs = watch["epochs"]
-    assert watch["overfitting"] and epochs > _base._WATCH_EPOCHS
+    assert watch["overfitting"] and epochs > _plan.WATCH_EPOCHS
     training, held_out, _ = _watched_curves(reg, X, y, epochs)
     np.testing.assert_allclose(held_out, watch["validation_loss_curve"])
     # (epochs 15 .. the last but one: the gap held and the risk stood above
     # its minimum, so the watch went on)
-    beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
-    assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
+    beyond = slice(_plan.WATCH_EPOCHS - 1, epochs - 1)
+    assert np.all(held_out[beyond] > _plan.WATCH_GAP * training[beyond])
     assert np.all(held_out[beyond] > np.minimum.accumulate(held_out)[beyond])
     # the rule fires at the last watched epoch, and not before
-    rule = _base._OverfittingRule(_base._WATCH_RISE_SQUARED)
+    rule = OverfittingRule(_plan.WATCH_RISE_SQUARED, _plan.WATCH_GAP,
+                           _plan.WATCH_PATIENCE)
     fired = [rule(r, -r, t) for r, t in zip(held_out, training, strict=True)]
     assert fired.index(True) == epochs - 1
-    # (what 0.9.2's 15 epochs would have missed)
-    assert not any(fired[:_base._WATCH_EPOCHS])
+    # (what a watch of 15 epochs alone would have missed)
+    assert not any(fired[:_plan.WATCH_EPOCHS])
     # the refit: the best epochs on all rows
     _assert_refit_is_the_best_epochs(reg, X, y)
 
@@ -665,12 +667,12 @@ def test_regressor_watch_ends_when_the_gap_closes_or_the_risk_falls(noise, seed,
     watch = reg.overfitting_watch_
     epochs = watch["epochs"]
     assert not watch["overfitting"]
-    assert _base._WATCH_EPOCHS < epochs < _base._WATCH_MAX_EPOCHS
+    assert _plan.WATCH_EPOCHS < epochs < _plan.WATCH_MAX_EPOCHS
     training, held_out, ref = _watched_curves(reg, X, y, epochs)
-    beyond = slice(_base._WATCH_EPOCHS - 1, epochs - 1)
-    assert np.all(held_out[beyond] > _base._WATCH_GAP * training[beyond])
+    beyond = slice(_plan.WATCH_EPOCHS - 1, epochs - 1)
+    assert np.all(held_out[beyond] > _plan.WATCH_GAP * training[beyond])
     assert np.all(held_out[beyond] > np.minimum.accumulate(held_out)[beyond])
-    gap_closed = not held_out[-1] > _base._WATCH_GAP * training[-1]
+    gap_closed = not held_out[-1] > _plan.WATCH_GAP * training[-1]
     at_minimum = held_out[-1] <= held_out[:-1].min()
     assert (gap_closed, at_minimum) == (why == "gap", why == "minimum")
     # = the watch's epochs on the split, warm-started on all rows
@@ -699,7 +701,7 @@ def _interrupt_watch_at(monkeypatch, epoch, how):
     def interrupted_epoch(self, *args, **kwargs):
         seen["epochs"] += 1
         if seen["solves"] == 1 and seen["epochs"] == epoch and how == "diverge":
-            raise _base.StepFailure("diverged here")
+            raise StepFailure("diverged here")
         return run_epoch(self, *args, **kwargs)
 
     class Converging(_base.NoImprovement):
@@ -739,7 +741,7 @@ def test_a_watch_that_converges_or_reaches_its_cap_lets_the_rows_join(monkeypatc
     if ending == "converges":
         _interrupt_watch_at(monkeypatch, 18, "converge")
     else:
-        monkeypatch.setattr(_base, "_WATCH_MAX_EPOCHS", 17)
+        monkeypatch.setattr(_plan, "WATCH_MAX_EPOCHS", 17)
     reg = GGNScoreRegressor(random_state=4, max_iter=200).fit(X, y)
     watch = reg.overfitting_watch_
     epochs = 18 if ending == "converges" else 17
@@ -757,9 +759,9 @@ def test_classifier_watch_keeps_its_epochs_whatever_the_log_loss_gap():
                                n_classes=5, flip_y=0.1, random_state=0)
     clf = GGNScoreClassifier(random_state=0).fit(X, y)
     watch = clf.overfitting_watch_
-    assert not watch["overfitting"] and watch["epochs"] == _base._WATCH_EPOCHS
-    training = clf.loss_curve_[_base._WATCH_EPOCHS - 1]  # (objective >= risk)
-    assert watch["validation_loss_curve"][-1] > 10 * _base._WATCH_GAP * training
+    assert not watch["overfitting"] and watch["epochs"] == _plan.WATCH_EPOCHS
+    training = clf.loss_curve_[_plan.WATCH_EPOCHS - 1]  # (objective >= risk)
+    assert watch["validation_loss_curve"][-1] > 10 * _plan.WATCH_GAP * training
 
 
 def test_verbose_says_why_a_regressors_watch_ended(capsys):
@@ -767,7 +769,7 @@ def test_verbose_says_why_a_regressors_watch_ended(capsys):
     GGNScoreRegressor(random_state=1, verbose=True).fit(X, y)
     out = capsys.readouterr().out
     assert ("Stopping: the held-out risk of the overfitting watch is at its "
-            f"minimum or within {_base._WATCH_GAP:g} times the training "
+            f"minimum or within {_plan.WATCH_GAP:g} times the training "
             "risk.") in out
     assert "the callback asked to stop" not in out
     assert "the held-out rows join the training rows" in out

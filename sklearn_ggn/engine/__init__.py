@@ -29,6 +29,7 @@ from .._network import ForwardCache, TwoLayerNetwork
 from .._regularizers import REGULARIZERS
 from ._linearization import Linearization, StepFailure, cholesky
 from ._problem import Batch, Evaluation, Problem
+from ._stopping import EarlyStopping, OverfittingRule, OverfittingWatch
 from ._solver import (
     GGNScoreSolver,
     GradientDescentSolver,
@@ -55,6 +56,7 @@ __all__ = [
     "ArmijoLineSearch",
     "Batch",
     "Batching",
+    "EarlyStopping",
     "Evaluation",
     "FixedDamping",
     "ForwardCache",
@@ -63,6 +65,8 @@ __all__ = [
     "LOSSES",
     "Linearization",
     "NoImprovement",
+    "OverfittingRule",
+    "OverfittingWatch",
     "Problem",
     "REGULARIZERS",
     "Solver",

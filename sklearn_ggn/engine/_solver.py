@@ -217,13 +217,17 @@ class Solver:
     max_iter : int
         Iterations (full batch) or epochs (mini-batch) of one ``solve``.
     stopping : NoImprovement or None
-        Rule on the objective; None leaves stopping to ``max_iter`` and the
-        callback (early stopping on validation data, ``partial_fit``).
+        Rule on the objective; None leaves stopping to ``max_iter``, the
+        rules on validation data and the callback (``partial_fit``).
     epochs_are_passes : bool, default=True
         False when a solve sees one chunk of a larger data set
         (``partial_fit``): its "epoch" is not a pass over the data, so the
         per-epoch rules (the damping's stall floor) are not applied, while
         the per-step adaptation carries on across the chunks.
+    rules : sequence, default=()
+        Stopping rules on validation data (``engine.EarlyStopping``,
+        ``engine.OverfittingWatch``): ``rule(record, θ, n_iter)`` after the
+        callback, returning None or the reason the fit ends.
     """
 
     form = None
@@ -231,11 +235,13 @@ class Solver:
     damping_ends_fit = True
     stop_when_stalled = True
 
-    def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True):
+    def __init__(self, batching, max_iter, stopping=None, epochs_are_passes=True,
+                 rules=()):
         self.batching = batching
         self.max_iter = max_iter
         self.stopping = stopping
         self.epochs_are_passes = epochs_are_passes
+        self.rules = tuple(rules)
 
     def solve(self, problem, theta0, rng, callback=None, state=None, time_offset=0.0):
         """Minimise ``problem`` from ``theta0``.
@@ -301,6 +307,9 @@ class Solver:
             now = time.perf_counter()
             record["time"] = time_offset + now - start - excluded
             stop = bool(callback(record, theta)) if callback is not None else False
+            # (every rule hears of every iteration: they keep their state)
+            ended = [reason for reason in (rule(record, theta, state.n_iter)
+                                           for rule in self.rules) if reason]
             excluded += time.perf_counter() - now
             history.append(record)
             if full_batch and record["step_size"] == 0.0 and self.stalls_at_zero_step:
@@ -309,8 +318,9 @@ class Solver:
                 status, reason = "no_decrease", ("the line search found no decrease "
                                                  "along the Gauss-Newton direction")
                 break
-            if stop:
-                status, reason = "stopped", "the callback asked to stop"
+            if ended or stop:
+                status = "stopped"
+                reason = ended[0] if ended else "the callback asked to stop"
                 break
             damping = getattr(self, "damping", None)
             if (not full_batch and damping is not None and damping.converged()
@@ -483,7 +493,7 @@ class GGNScoreSolver(Solver):
     linear_solver : {"auto", "dual", "primal"}
         Form of the linear system; ``"auto"`` is resolved once per ``solve``
         for the batch size (:func:`choose_linear_solver`).
-    batching, max_iter, stopping, epochs_are_passes
+    batching, max_iter, stopping, epochs_are_passes, rules
         See :class:`Solver`.
     curvature : {"exact", "true_vs_rest"}, default="exact"
         The output curvature Q of every step (``Problem.linearize``).
@@ -503,8 +513,8 @@ class GGNScoreSolver(Solver):
     def __init__(self, damping, step_size, line_search, linear_solver, batching,
                  max_iter, stopping=None, epochs_are_passes=True,
                  curvature="exact", hessian="diagonal", stop_when_stalled=True,
-                 damping_ends_fit=True):
-        super().__init__(batching, max_iter, stopping, epochs_are_passes)
+                 damping_ends_fit=True, rules=()):
+        super().__init__(batching, max_iter, stopping, epochs_are_passes, rules)
         self.stop_when_stalled = stop_when_stalled
         self.damping_ends_fit = damping_ends_fit
         self.damping = damping
@@ -587,12 +597,12 @@ class GradientDescentSolver(Solver):
     ----------
     learning_rate : float
         The step ``lr``.
-    batching, max_iter, stopping
+    batching, max_iter, stopping, rules
         See :class:`Solver`.
     """
 
-    def __init__(self, learning_rate, batching, max_iter, stopping=None):
-        super().__init__(batching, max_iter, stopping)
+    def __init__(self, learning_rate, batching, max_iter, stopping=None, rules=()):
+        super().__init__(batching, max_iter, stopping, rules=rules)
         self.learning_rate = float(learning_rate)
 
     def step(self, problem, theta, batch, current):

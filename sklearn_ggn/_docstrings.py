@@ -1,0 +1,321 @@
+"""The parts of the estimators' docstrings they share: the parameters and
+attributes of both, the objective and the references."""
+
+PARAMETERS = """
+    n_hidden : int, default=100
+        Number of hidden units n.
+
+    activation : {"silu", "relu", "tanh", "sigmoid", "softplus", "identity"}, \
+            default="silu"
+        Hidden activation ρ (``"identity"`` makes the network linear in X).
+
+    scaling : {"ntk", "mean_field"} or float, default="ntk"
+        Output scaling κ(n): ``1/sqrt(n)`` (``"ntk"``, the paper's), ``1/n``
+        (``"mean_field"``) or the given positive float.
+
+    fit_intercept : bool, default=True
+        Whether to learn a hidden bias ``b_h`` and an output bias ``b_o``
+        (regularized like every other parameter).
+
+    regularizer : {"pseudo_huber", "ostrovskii_bach", "l2"}, \
+            default="pseudo_huber"
+        The smoothed penalty ḡ_μ; ``"pseudo_huber"`` is the paper's.
+
+    mu : float or "auto", default="auto"
+        Smoothing μ > 0 of the ℓ1 smoothers (unused by ``"l2"``): the
+        penalty is ℓ1-like for ``|θ_i| ≫ μ`` and quadratic below. A small μ
+        makes the step size ``α = ᾱ / (1 + M_g η)`` collapse, a very large
+        one makes the penalty a ridge. ``"auto"`` is ``1/κ(n)`` (√n with the
+        NTK scaling), the paper's recommended ``c/κ(n)`` with c = 1. Tune it
+        with ``tau`` by ``GridSearchCV`` (e.g. ``0.1·√n`` to ``10·√n``).
+
+    tau : float, "auto" or "evidence", default="auto"
+        Strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. ``"auto"``:
+        ``max(1e-4, 1/n_samples)`` on mini-batches (1e-4 for
+        ``partial_fit``); in full batch ``min(0.01, 10/n_samples)``, which
+        the squared-error regressor refines by the generalized
+        cross-validation of the problem linearized at the initial weights
+        (``tau_path_``); sample weights count as rows. ``"evidence"``: as
+        ``"auto"``, the marginal likelihood in place of GCV. The value used
+        is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`defaults`.
+
+    step_size : float, default=0.95
+        ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
+
+    damping : "adaptive", "auto", "tau" or float, default="adaptive"
+        The curvature of the regularizer in the Gauss-Newton matrix,
+        ``H = λ_H ḡ''(θ)``. ``"adaptive"``: on mini-batches λ adapts on
+        data the step did not see (a step that makes the next batch much
+        worse is undone and λ raised; stalled epochs raise its floor and,
+        when small, end the fit); in full batch λ starts at
+        ``max(τ, min(0.01, 10/n))`` and adapts as Levenberg-Marquardt's,
+        never below τ. ``"tau"``: the paper's ``H = τ ḡ''``. A float c:
+        ``H = c ḡ''`` (1.0 is the authors' code). ``"auto"``: ``"tau"`` in
+        full batch, 1.0 on mini-batches. See :ref:`damping`.
+
+    line_search : "auto" or bool, default="auto"
+        Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
+        batch objective. ``"auto"``: on in full batch and for the exact step
+        (``hessian="diagonal"``), off on the structured step's mini-batches,
+        whose adaptive damping judges every step on the next batch.
+
+    linear_solver : {"auto", "dual", "primal"}, default="auto"
+        The form of the Gauss-Newton system: ``"dual"`` (Woodbury / kernel
+        form, a Cholesky of a bK × bK matrix, cheap for small batches),
+        ``"primal"`` (a Cholesky of the p × p matrix, cheap for small
+        networks), ``"auto"`` (fewer estimated flops among the forms whose
+        memory fits). The one used is ``linear_solver_``.
+
+    solver : {"ggn", "gd"}, default="ggn"
+        ``"ggn"`` is GGN-SCORE; ``"gd"`` is the paper's baseline, gradient
+        descent ``θ ← θ − learning_rate ∇R(θ)`` on the unregularized risk
+        (for comparisons; ``tau`` is then unused).
+
+    learning_rate : float, default=1.0
+        Step of ``solver="gd"`` (the paper uses 1); unused by ``"ggn"``.
+
+    batch_size : int, "auto" or None, default="auto"
+        Samples per step; None is full batch. ``"auto"``, for the structured
+        step (the default ``hessian``, one kernel row per sample): full batch
+        up to 512 samples (1024 for the squared-error and Huber regressors),
+        else 128 per batch; for the exact step: full batch while
+        ``n_samples · n_outputs ≤ 1024``, else ``256 // n_outputs``.
+        ``partial_fit`` always takes the mini-batches. The size used is
+        ``batch_size_``.
+
+    max_iter : int, default=100
+        Maximum number of iterations (full batch) or epochs (mini-batch).
+
+    tol : float, default=1e-4
+        Minimum improvement of the objective (or of the validation score with
+        ``early_stopping=True``) that resets the ``n_iter_no_change`` count.
+
+    n_iter_no_change : int or np.inf, default=10
+        Stop when more than this many consecutive iterations/epochs have
+        not improved by ``tol`` (MLP's rule); ``np.inf`` runs ``max_iter``.
+
+    early_stopping : "auto" or bool, default="auto"
+        ``"auto"``: the overfitting watch. A fresh mini-batch ``fit``
+        without ``X_val`` holds out ``validation_fraction`` of the rows (at
+        most 500, at least 50) for its first 15 epochs (a regressor's while
+        it may be memorizing, up to 50). When the held-out risk keeps rising
+        well above its minimum and the training risk for 3 epochs, its
+        score no better, the model is refit on all rows for the epochs that
+        scored best; otherwise the rows join and the fit goes on. See
+        ``overfitting_watch_`` and :ref:`overfitting-watch`. ``True``: stop
+        when the validation score (``X_val``, or a held-out split) stops
+        improving and keep its best weights, as the MLP. ``False``: neither.
+
+    validation_fraction : float, default=0.1
+        Fraction held out for early stopping or for the overfitting watch.
+
+    shuffle : bool, default=True
+        Shuffle the samples every epoch (mini-batch only).
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights, the shuffling and the validation split;
+        with an int, fits are reproducible bit for bit on the same machine
+        and number of BLAS threads.
+
+    warm_start : bool, default=False
+        Start from the current ``hidden_weights_``, ``output_weights_`` (and
+        intercepts), fitted or set by hand (on the inputs as the network
+        sees them, through ``input_transform``).
+
+    verbose : bool or int, default=False
+        Print one line per iteration/epoch (objective, risk, α, damping,
+        validation score, time) and which rule ended the fit.
+
+    store_initial_weights : bool, default=False
+        Keep a copy of the initial weights in ``initial_weights_`` (needed by
+        :func:`sklearn_ggn.diagnostics.time_invariance`).
+
+    curvature : {"auto", "exact", "true_vs_rest"}, default="auto"
+        Output curvature Q of the Gauss-Newton model. ``"exact"`` is the
+        paper's (b·K rows of the kernel system for K classes);
+        ``"true_vs_rest"`` keeps the softmax curvature's part along the
+        margin between the true class and the rest: one row per sample, the
+        gradient exact. Other losses keep their exact Q. ``"auto"`` is
+        ``"true_vs_rest"``. See :ref:`structured-step`.
+
+    hessian : {"auto", "diagonal", "per_unit"}, default="auto"
+        Structure of H. ``"diagonal"`` is ``λ_H ḡ''(θ)`` entry by entry (the
+        paper's); ``"per_unit"`` gives every parameter of a hidden unit the
+        unit's mean of that curvature, so that the Gram costs ``b²(d + n)``
+        instead of ``b²·n·d``; the gradient stays exact. ``"auto"`` is
+        ``"per_unit"``. :func:`~sklearn_ggn.paper_params` sets the paper's.
+
+    scoring : str, callable or None, default=None
+        The validation score that early stopping and the watch follow:
+        None is the estimator's ``score`` (accuracy, R²), ``"loss"`` minus
+        the validation risk, or a scorer name or callable
+        ``scorer(estimator, X, y)`` (greater is better).
+
+    input_transform : {"robust_clip"} or None, default="robust_clip"
+        What the network sees of ``X``. ``"robust_clip"``: each column
+        centered on its median, scaled to unit robust spread and smoothly
+        clipped below ±3·1.349, so that outlying rows cannot take huge
+        steps; the statistics (``input_center_``, ``input_scale_``) come
+        from the first fit's rows and are kept by warm starts and
+        ``partial_fit``. A fit on sparse ``X`` passes it as given. None:
+        ``X`` as given (the paper's setting). See :ref:`user-guide-inputs`.
+"""
+
+ATTRIBUTES = """
+    hidden_weights_ : ndarray of shape (n_hidden, `n_features_in_`)
+        Hidden-layer weights U.
+
+    output_weights_ : ndarray of shape (n_hidden, `n_outputs_`)
+        Output weights V.
+
+    hidden_intercept_ : ndarray of shape (n_hidden,)
+        Hidden bias ``b_h`` (only with ``fit_intercept=True``).
+
+    output_intercept_ : ndarray of shape (`n_outputs_`,)
+        Output bias ``b_o`` (only with ``fit_intercept=True``).
+
+    n_outputs_ : int
+        Number of network outputs K.
+
+    n_iter_ : int
+        Iterations (full batch) or epochs (mini-batch) run by the last call
+        of ``fit`` or ``partial_fit`` (as ``MLPClassifier``); the whole
+        warm-started or ``partial_fit`` sequence ran ``len(loss_curve_)``.
+
+    t_ : int
+        Number of steps taken.
+
+    loss_curve_ : list of float
+        Objective ``R + g`` after each iteration (full batch), or the mean
+        batch objective of each epoch (mini-batch).
+
+    history_ : dict of lists
+        One entry per iteration/epoch: ``"objective"`` (as ``loss_curve_``),
+        ``"risk"`` (R alone), ``"step_size"`` (α; the epoch mean for
+        mini-batches), ``"damping"`` (λ_H; ``solver="ggn"`` only),
+        ``"time"`` (training seconds since the first fit of a warm-started
+        sequence), and with validation data ``"validation_risk"`` and
+        ``"validation_score"``.
+
+    initial_weights_ : dict of ndarray
+        With ``store_initial_weights=True``: the weights the optimization
+        started from; kept across warm-started fits.
+
+    best_loss_ : float or None
+        Smallest value in ``loss_curve_``; None with ``early_stopping=True``,
+        where the validation score decides.
+
+    validation_scores_ : list of float or None
+        Validation score per iteration/epoch with ``early_stopping=True``.
+
+    validation_loss_curve_ : list of float or None
+        The risk on the validation rows after each iteration/epoch, in the
+        units of ``history_["risk"]``; None without validation data.
+
+    best_validation_score_ : float or None
+        Best validation score with ``early_stopping=True`` (None when the
+        fit diverged before the first score).
+
+    overfitting_watch_ : dict or None
+        What ``early_stopping="auto"``'s watch found, None when there was
+        none: ``"validation_rows"``, ``"epochs"`` (watched),
+        ``"overfitting"`` (bool), ``"best_epoch"`` (the epochs of the refit,
+        else None), the held-out ``"validation_loss_curve"`` and
+        ``"validation_scores"`` per watched epoch, and ``"rule"``, the
+        arguments of the :class:`~sklearn_ggn.engine.OverfittingWatch` that
+        decided. ``n_iter_`` and ``loss_curve_`` are those of the fit on all
+        rows.
+
+    tau_ : float
+        The regularization strength used.
+
+    tau_path_ : dict or None
+        When τ was chosen by a criterion: the grid ``"tau"`` and over it
+        ``"gcv"``, ``"loo"``, ``"dof"`` and ``"evidence"`` (arrays),
+        ``"n_rows"``, ``"criterion"`` and ``"tau_min"``; e.g.
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. None otherwise.
+
+    uncertainty_ : str or None
+        The structure of the Laplace posterior (``"dual"``, ``"primal"`` or
+        ``"last_layer"``), or None when there is none.
+
+    log_marginal_likelihood_ : float or None
+        The log evidence of the Laplace approximation at the fitted weights
+        (in the units of ``y`` for the regressor); compare it across values
+        of ``tau`` (larger is better). None when ``uncertainty_`` is None.
+
+    linear_solver_ : str or None
+        The form every step of the last fit used; None with ``solver="gd"``.
+
+    batch_size_ : int
+        Rows per step of the last call.
+
+    input_center_ : ndarray of shape (`n_features_in_`,) or None
+        The column medians of ``input_transform="robust_clip"``; None when
+        the network sees ``X`` as given.
+
+    input_scale_ : ndarray of shape (`n_features_in_`,) or None
+        The column factors of ``input_transform="robust_clip"``; None as
+        ``input_center_``.
+
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during ``fit`` (only when X has string
+        column names).
+"""
+
+OBJECTIVE = r"""
+    The network is :math:`\Phi(x) = \kappa(n) V^\top \rho(U x + b_h) + b_o` and
+    the objective is the regularized empirical risk
+
+    .. math::
+
+        \min_\theta \; \sum_k s_k \, \ell(\Phi(x_k), y_k)
+        + \tau \sum_i \bar g_\mu(\theta_i),
+
+    minimized by GGN-SCORE steps :math:`\theta \leftarrow \theta - \alpha d`
+    with :math:`(J^\top Q J + H) d = J^\top e + \nabla g` and
+    :math:`\alpha = \min(1, \bar\alpha / (1 + M_g \|\nabla g\|^*_\theta))`.
+"""
+
+REFERENCES = """
+    References
+    ----------
+    .. [1] A. D. Adeoye, P. C. Petersen, A. Bemporad. "Regularized Gauss-Newton
+       for Optimizing Overparameterized Neural Networks." arXiv:2404.14875.
+"""
+
+
+FIT_PARAMETERS = """\
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; integer weights are equivalent to repeating
+            rows (exactly so with full-batch training; in mini-batches each
+            batch's risk is an unbiased estimate of the weighted risk, its
+            rows weighed relative to the mean weight of all rows).
+        X_val : array-like of shape (n_val, n_features), default=None
+            Validation inputs: their risk and score are recorded in
+            ``history_`` after every iteration/epoch, and used instead of a
+            held-out split by ``early_stopping``. Inside a ``Pipeline`` they
+            are not transformed by the preceding steps.
+        y_val : array-like, default=None
+            Validation targets (with ``X_val``).
+        sample_weight_val : array-like of shape (n_val,), default=None
+            Validation sample weights.
+"""
+
+
+def with_docs(doc):
+    """``doc`` with the shared parts filled in."""
+    return (doc.replace("%(parameters)s", PARAMETERS)
+               .replace("%(attributes)s", ATTRIBUTES)
+               .replace("%(objective)s", OBJECTIVE)
+               .replace("%(references)s", REFERENCES)
+               .replace("%(fit_parameters)s\n", FIT_PARAMETERS))
+
+
+def fill_doc(method):
+    """Decorator: ``method``'s docstring with the shared parts filled in."""
+    method.__doc__ = with_docs(method.__doc__)
+    return method

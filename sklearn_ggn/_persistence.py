@@ -1,0 +1,97 @@
+"""Persistence of the estimators: pickle and ``skops.io`` store the
+solver's state as plain numbers and strings, and the posterior computed."""
+
+import copy
+
+import numpy as np
+
+from .engine import AdaptiveDamping, FixedDamping, SolverState, TrustDamping
+
+
+# The damping strategies a fitted estimator may carry in its solver state,
+# by the name its plain-dict form records.
+_DAMPING_STRATEGIES = {cls.__name__: cls for cls in
+                       (AdaptiveDamping, FixedDamping, TrustDamping)}
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds (other values as they
+    are)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def solver_state_to_dict(state):
+    """:class:`SolverState` as a dict of numbers, strings and None (the
+    damping strategy as its class name and attributes)."""
+    plain = {name: _plain(getattr(state, name)) for name in
+             ("initial_objective", "best_objective", "n_iter", "n_steps",
+              "step_to")}
+    # (partial_fit's last step, judged by the next call: an array, which
+    # skops and pickle store as such)
+    plain["step_from"] = (None if state.step_from is None
+                          else np.array(state.step_from))
+    damping = state.damping
+    if damping is not None:
+        if type(damping).__name__ not in _DAMPING_STRATEGIES:
+            raise TypeError(f"cannot store the damping strategy "
+                            f"{type(damping).__name__} as a plain dict")
+        damping = {"strategy": type(damping).__name__,
+                   "attributes": {k: _plain(v) for k, v in vars(damping).items()}}
+    plain["damping"] = damping
+    return plain
+
+
+def solver_state_from_dict(plain):
+    """The :class:`SolverState` stored by :func:`solver_state_to_dict`."""
+    plain = dict(plain)
+    damping = plain.pop("damping", None)
+    if damping is not None:
+        strategy = _DAMPING_STRATEGIES[damping["strategy"]]
+        restored = strategy.__new__(strategy)
+        restored.__dict__.update(damping["attributes"])
+        damping = restored
+    return SolverState(damping=damping, **plain)
+
+
+class PersistenceMixin:
+    """``__getstate__`` / ``__setstate__`` and copies of the estimators."""
+
+    def __getstate__(self):
+        """The state for pickle and ``skops.io``: the solver's state carried
+        to the next warm start or ``partial_fit`` (``_solver_state``) as a
+        plain dict of numbers and strings, so that a ``skops`` file of a
+        fitted estimator names no type but the estimator's own class; the
+        Laplace posterior computed (not the training rows it is computed
+        from)."""
+        cache = self.__dict__.get("_posterior_cache")
+        if cache is not None and cache["inputs"] is not None:
+            self._posterior()
+        state = super().__getstate__()
+        solver_state = state.get("_solver_state")
+        if isinstance(solver_state, SolverState):
+            state = dict(state, _solver_state=solver_state_to_dict(solver_state))
+        return state
+
+    # Copies take the state as it is (a posterior not yet computed stays so):
+    # __getstate__ is for pickle and skops.
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
+    def __setstate__(self, state):
+        solver_state = state.get("_solver_state")
+        if isinstance(solver_state, dict):
+            state = dict(state, _solver_state=solver_state_from_dict(solver_state))
+        if "_posterior_state" in state:  # stored by versions before 0.9.2
+            state = dict(state)
+            state["_posterior_cache"] = {"state": state.pop("_posterior_state"),
+                                         "inputs": None}
+            state.pop("_posterior_inputs", None)
+        super().__setstate__(state)

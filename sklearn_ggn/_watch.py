@@ -1,0 +1,138 @@
+"""The fit of ``early_stopping="auto"``: the overfitting watch, then all rows.
+
+A fresh mini-batch ``fit`` holds rows out (:func:`split`) and fits the rest
+while :class:`~sklearn_ggn.engine.OverfittingWatch` watches the held-out
+risk (the watch phase). Then, on all rows (:func:`fit_watched`):
+
+* the watch found overfitting: the same fit again, from the same initial
+  weights, for the epochs that scored best on the held-out rows;
+* the watch's fit diverged, or converged before the watch's first epochs
+  ended: the ordinary fit;
+* otherwise the held-out rows join and the fit goes on from where it is.
+
+Every phase is a call of the estimator's ``_fit_phase`` with a
+:class:`~sklearn_ggn._base.Phase`; nothing of a phase is kept on the
+estimator but the fitted attributes of its solve.
+"""
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import is_classifier
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import _check_sample_weight
+
+from . import _plan
+from .engine import OverfittingWatch
+
+
+def split(est, data, sample_weight, watch):
+    """``(idx_train, idx_val, val_weight, seed, rows_weight)`` of the watch,
+    or None where the rows allow none: a class of one row, more classes
+    than rows on a side, or a side without weight.
+
+    Parameters
+    ----------
+    est : BaseGGNScore
+    data : TrainingData
+        The validated rows.
+    sample_weight : array-like or None
+        The weights as given to ``fit``.
+    watch : WatchPlan
+    """
+    n_samples = data.X.shape[0]
+    n_val = watch.n_val
+    n_train = n_samples - n_val
+    Y = data.Y
+    stratify = None
+    if is_classifier(est) and not getattr(est, "_multilabel", False):
+        stratify = Y.argmax(axis=1) if Y.shape[1] > 1 else Y[:, 0]
+        counts = np.bincount(stratify.astype(np.intp))
+        counts = counts[counts > 0]
+        if counts.min() < 2 or min(n_val, n_train) < counts.size:
+            return None
+    weights = _check_sample_weight(sample_weight, data.X, dtype=np.float64,
+                                   ensure_non_negative=True)
+    # One seed for the split, the watch and the refit: the refit starts from
+    # the watch's initial weights whatever random_state is (an int is its
+    # own seed, as in the fit without the watch).
+    if isinstance(est.random_state, Integral):
+        seed = int(est.random_state)
+    else:
+        seed = int(check_random_state(est.random_state).randint(
+            np.iinfo(np.int32).max))
+    idx_train, idx_val = train_test_split(
+        np.arange(n_samples), test_size=n_val,
+        random_state=check_random_state(seed), stratify=stratify)
+    idx_train, idx_val = np.sort(idx_train), np.sort(idx_val)
+    # the held-out rows weigh as the fit weighs them (class_weight), and
+    # tau="auto"'s count of rows of the watch's fit is all rows' count
+    weighed = est._with_class_weight(weights, Y)
+    if not (weighed[idx_train].sum() > 0 and weighed[idx_val].sum() > 0):
+        return None
+    return (idx_train, idx_val, weighed[idx_val], seed,
+            _plan.rows_weight(weighed, data.X.dtype))
+
+
+def fit_watched(est, data, watch_split, watch):
+    """The fit of ``early_stopping="auto"``: the watch, then all rows; sets
+    ``overfitting_watch_``."""
+    from ._base import Phase
+
+    idx_train, idx_val, val_weight, seed, rows_weight = watch_split
+    rule = OverfittingWatch(watch.epochs, watch.longest, watch.rise, watch.gap,
+                            watch.patience)
+    held_out = data.rows(idx_val)
+    # the watch's own fit is internal: its warnings (max_iter reached, the
+    # input's advice) belong to the fit on all rows, which repeats them
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = est._fit_phase(
+            data.rows(idx_train), False,
+            (held_out.X, held_out.Y, held_out.y, val_weight),
+            Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
+                  watch=rule, continues=False))
+    watched = len(est.loss_curve_)
+    risks = list(est.history_.get("validation_risk", []))
+    scores = list(est.history_.get("validation_score", []))
+    overfitting = rule.overfitting_at is not None
+    best = rule.best_epoch(risks) if overfitting else None
+    report = {"validation_rows": int(len(idx_val)), "epochs": watched,
+              "overfitting": overfitting, "best_epoch": best,
+              "validation_loss_curve": risks, "validation_scores": scores,
+              "rule": {"epochs": watch.epochs, "longest": watch.longest,
+                       "rise": watch.rise, "gap": watch.gap,
+                       "patience": watch.patience}}
+    if overfitting:
+        if est.verbose:
+            print(f"Overfitting watch: the held-out risk rose for "
+                  f"{watch.patience} epochs"
+                  + (", its score no better; refitting on all rows for the "
+                     f"{best} epochs that scored best on them."
+                     if rule.rule.scored else
+                     f"; refitting on all rows for the {best} epochs of its "
+                     "least risk (no finite held-out score)."))
+        est._fit_phase(data, False, None, Phase(max_iter=best, seed=seed,
+                                                continues=False, refit=True))
+    elif watched < watch.epochs or status == "diverged":
+        if est.verbose:
+            print("Overfitting watch: "
+                  + ("the watch's fit diverged" if status == "diverged"
+                     else "the fit ended before the watch did")
+                  + "; fitting on all rows.")
+        est._fit_phase(data, False, None,
+                       Phase(max_iter=est.max_iter, seed=seed, continues=False))
+    else:
+        if est.verbose:
+            print(f"Overfitting watch: no overfitting in {watched} epochs; "
+                  "the held-out rows join the training rows.")
+        est._solver_state.new_objective()
+        est._fit_phase(data, False, None, Phase(max_iter=est.max_iter - watched,
+                                                seed=seed, continues=True))
+        est.n_iter_ = len(est.loss_curve_)
+        for key in ("validation_risk", "validation_score"):
+            est.history_.pop(key, None)
+        est.validation_loss_curve_ = None
+    est.overfitting_watch_ = report
