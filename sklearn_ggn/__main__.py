@@ -242,8 +242,8 @@ def _origin():
     return f"./{relative}" + ("" if installed else ", the source tree here")
 
 
-def main(argv=None):
-    """Run the comparison and print the table; returns the exit status."""
+def _parser():
+    """The command line of ``python -m sklearn_ggn``."""
     parser = argparse.ArgumentParser(
         prog="python -m sklearn_ggn",
         description="Train GGN-SCORE and scikit-learn's MLP side by side on "
@@ -274,7 +274,12 @@ def main(argv=None):
                              "small, and on small shared machines a "
                              "multi-threaded BLAS can make their solves many "
                              "times slower (default: 1)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    """Run the comparison and print the table; returns the exit status."""
+    args = _parser().parse_args(argv)
 
     total_start = time.perf_counter()
     print(f"sklearn_ggn {__version__} (imported from {_origin()}): "

@@ -362,10 +362,8 @@ def load_uci(name, data_home=None, *, download_if_missing=True):
     name : {"pendigits", "letter", "avila"}
         The dataset.
     data_home : str or path-like, default=None
-        Folder with one subfolder per dataset, see above. ``None`` means the
-        folder named by the environment variable ``SKLEARN_GGN_DATA`` when it
-        is set (and not empty), so scripts and the example gallery find a
-        local copy without passing a path.
+        Folder with one subfolder per dataset, see above. ``None``: the
+        folder named by ``SKLEARN_GGN_DATA`` when it is set (and not empty).
     download_if_missing : bool, default=True
         Without ``data_home`` and ``SKLEARN_GGN_DATA``, fetch the dataset from
         OpenML (and cache it in scikit-learn's data home). With ``False`` the
@@ -394,12 +392,10 @@ def load_uci(name, data_home=None, *, download_if_missing=True):
     10430 / 10437 / 10 / 12 (the paper's table lists 11 inputs for avila; the
     files have 10 features and the label).
 
-    OpenML holds each dataset as one table, so its split may differ from the
-    paper's: pendigits and avila are cut after the first 7494 / 10430 rows,
-    which is the paper's split if OpenML kept the original order of the
-    training file followed by the test file (a warning says so); letter
-    cannot be cut into the LIBSVM split and uses the UCI documentation's
-    first 16000 / last 4000 rows instead (with a warning).
+    OpenML holds each dataset as one table: pendigits and avila are cut
+    after their first 7494 / 10430 rows (the paper's split if OpenML kept
+    the files' order), letter into the UCI documentation's first 16000 /
+    last 4000 rows; a warning says so.
 
     Examples
     --------

@@ -64,12 +64,12 @@ def cholesky(system):
 
     Systems of order above :data:`SMALL_CHOLESKY` use NumPy's LAPACK, the
     same OpenBLAS thread pool as NumPy's products; SciPy's is a separate
-    OpenBLAS, whose threads were starved by NumPy's still-spinning ones
-    right after a NumPy syrk (measured in 0.4: 9 ms alone, 94 ms after the
-    syrk, for m = 1000). The per-unit Gram's products are SciPy's syrk since
-    0.6, and systems up to order 1024 call SciPy's ``potrf`` directly: a
-    1000-row full-batch regression took 0.71 s against 1.0 s on one thread
-    and 0.65 against 1.34 s on two. The triangular solves are numba loops.
+    OpenBLAS, whose threads are starved by NumPy's still-spinning ones
+    right after a NumPy syrk (9 ms alone, 94 ms after the syrk, for
+    m = 1000). The per-unit Gram's products are SciPy's syrk, and systems
+    up to order 1024 call SciPy's ``potrf`` directly (a 1000-row full-batch
+    regression: 0.71 s against 1.0 s on one thread, 0.65 against 1.34 s on
+    two). The triangular solves are numba loops.
 
     Raises
     ------
@@ -247,6 +247,25 @@ class Linearization:
                              cast(self.unit_D))
 
     # ------------------------------------------------------------ solves
+    def _well_conditioned_coefficients(self, gershgorin):
+        """The coefficients c of ``e = F c`` when the step is solved without
+        the explicit gradient (float64, a rank factor, and no cancellation
+        to refine: ``‖D r‖/‖d‖ ≤ (1 + λ_max) cond(D)^½``), else None."""
+        if not (self.theta.dtype == np.float64
+                and isinstance(self.factor, RankFactor)):
+            return None
+        # D's extremes (over its n unit values and K bias values when H is
+        # per unit: the same numbers, no passes over p)
+        values = (self.D if self.unit_D is None else
+                  np.concatenate((self.unit_D,
+                                  self.D[self.network.n_hidden_params
+                                         + self.unit_D.size
+                                         * self.network.n_outputs:])))
+        spread = math.sqrt(np.maximum.reduce(values) / np.minimum.reduce(values))
+        if (1.0 + gershgorin) * spread <= REFINE_CANCELLATION:
+            return self.factor.coefficients(self.residual)
+        return None
+
     def direction(self, form):
         """The GGN-SCORE direction ``d`` with ``(J̃ᵀJ̃ + H) d = r``.
 
@@ -291,20 +310,7 @@ class Linearization:
             # ε₃₂ λ_max(G̃): the relative error of the float32 solve and the
             # contraction factor of its refinement
             contraction = _EPS[self.theta.dtype] * gershgorin
-        coef = None
-        if self.theta.dtype == np.float64 and isinstance(self.factor, RankFactor):
-            # e = F c: the well-conditioned step needs no explicit gradient
-            # (no cancellation to refine: ‖D r‖/‖d‖ ≤ (1 + λ_max) cond(D)^½)
-            # D's extremes (over its n unit values and K bias values when H
-            # is per unit: the same numbers, no passes over p)
-            values = (self.D if self.unit_D is None else
-                      np.concatenate((self.unit_D,
-                                      self.D[self.network.n_hidden_params
-                                             + self.unit_D.size
-                                             * self.network.n_outputs:])))
-            spread = math.sqrt(np.maximum.reduce(values) / np.minimum.reduce(values))
-            if (1.0 + gershgorin) * spread <= REFINE_CANCELLATION:
-                coef = self.factor.coefficients(self.residual)
+        coef = self._well_conditioned_coefficients(gershgorin)
         _diagonal(system)[...] += 1.0
         if contraction >= MAX_CONTRACTION:
             return self._float64_direction()
