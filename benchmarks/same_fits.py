@@ -23,7 +23,8 @@ Run from the repository root of each commit, then compare::
 
     python -m benchmarks.same_fits --data-home DATA --out before.json
     python -m benchmarks.same_fits --data-home DATA --out after.json
-    python -m benchmarks.same_fits --compare before.json after.json
+    python -m benchmarks.same_fits --compare before.json after.json \\
+        --markdown benchmarks/results/same_fits.md
 
 One BLAS thread; timings are not recorded (they are no part of the check).
 """
@@ -191,7 +192,10 @@ def capture(args):
     sets = {"panel": lambda: panel_fits(args.data_home, args.seeds),
             "realdata": lambda: realdata_fits(args.seeds),
             "paths": path_fits}
-    out = {"version": sklearn_ggn.__version__, "fits": {}}
+    from ._common import machine_stamp
+
+    out = {"version": sklearn_ggn.__version__, "machine": machine_stamp(),
+           "fits": {}}
     with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in args.set:
@@ -203,16 +207,35 @@ def capture(args):
         json.dump(out, fh, indent=1)
 
 
-def compare(before, after):
-    a = json.load(open(before))["fits"]
-    b = json.load(open(after))["fits"]
+def compare(before, after, markdown=None):
+    """Print (and with ``markdown`` write) which fits differ."""
+    from ._common import md_table, stamp_markdown
+
+    runs = [json.load(open(path)) for path in (before, after)]
+    a, b = (run["fits"] for run in runs)
     keys = sorted(set(a) | set(b))
     same = [k for k in keys if a.get(k) == b.get(k)]
-    print(f"{len(same)} of {len(keys)} fits identical "
-          "(score, epochs, predictions, weights)")
-    for k in keys:
-        if a.get(k) != b.get(k):
-            print(f"DIFFERS {k}: {a.get(k)} -> {b.get(k)}")
+    lines = [f"{len(same)} of {len(keys)} fits identical "
+             "(score, epochs, predictions, weights)"]
+    lines += [f"DIFFERS {k}: {a.get(k)} -> {b.get(k)}" for k in keys
+              if a.get(k) != b.get(k)]
+    print("\n".join(lines))
+    if markdown:
+        rows = []
+        for group in ("paths", "panel", "realdata"):
+            group_keys = [k for k in keys if k.startswith(group + "/")]
+            rows.append([group, len(group_keys),
+                         sum(k in same for k in group_keys)])
+        stamps = [run.get("machine") for run in runs]
+        text = ["# Same fits, bit for bit: an A/B of two commits", "",
+                __doc__.split("\n\n")[0], "",
+                md_table(["set", "fits", "identical"], rows), "", *lines, ""]
+        for label, stamp in zip(("before", "after"), stamps, strict=True):
+            if stamp:
+                text += [f"## Machine and commit ({label})", "",
+                         stamp_markdown(stamp), ""]
+        with open(markdown, "w") as fh:
+            fh.write("\n".join(text))
     return 0 if len(same) == len(keys) else 1
 
 
@@ -225,9 +248,11 @@ def main(argv=None):
                         choices=["paths", "panel", "realdata"])
     parser.add_argument("--out", default="same_fits.json")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--markdown", default=None,
+                        help="with --compare: write the comparison here")
     args = parser.parse_args(argv)
     if args.compare:
-        return compare(*args.compare)
+        return compare(*args.compare, markdown=args.markdown)
     capture(args)
     return 0
 
