@@ -346,9 +346,7 @@ class _Number(Interval):
 
 def _scaling_advice(X):
     """The first remedy a scale warning names: the estimator's own input
-    map for dense X (these warnings fire only without it)."""
-    if sp.issparse(X):
-        return "sparse X is passed to the network as given; "
+    map, dense or sparse X (these warnings fire only without it)."""
     return "use input_transform='robust_clip' (the default), or "
 
 
@@ -704,7 +702,7 @@ class BaseGGNScore(CallbackSupportMixin, BaseEstimator, metaclass=ABCMeta):
             return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
             center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental and scale is not None:  # (None: sparse X)
+            if incremental:
                 # the first partial_fit chunk sets the map for the stream: a
                 # column constant in it (a level absent from it, a pixel
                 # never lit there, every column of a one-row chunk) is

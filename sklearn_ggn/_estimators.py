@@ -322,9 +322,9 @@ _SHARED_PARAMETERS = """
         in it is centered and not scaled; a first chunk of fewer than 20
         rows warns). It composes with
         a ``StandardScaler`` in front (an affine map changes none of its
-        results). A fit on sparse ``X`` passes it as given (centering would
-        densify it); sparse ``X`` given to a model fitted on dense ``X`` is
-        mapped as its dense rows. ``None``: the network sees ``X`` as given (the paper's
+        results). Sparse ``X`` gets its dense copy's map, kept sparse where
+        a column's median is 0 (its stored values are mapped) and with the
+        other columns stored in full. ``None``: the network sees ``X`` as given (the paper's
         setting; standardize ``X`` yourself). The evidence for the default
         is on the documentation's defaults page.
 """
@@ -443,9 +443,9 @@ _SHARED_ATTRIBUTES = """
         number of training rows for a full batch).
 
     input_center_ : ndarray of shape (`n_features_in_`,) or None
-        The column medians of ``input_transform="robust_clip"``; None when
-        the network sees ``X`` as given (``input_transform=None`` or sparse
-        ``X``).
+        The column medians of ``input_transform="robust_clip"`` (a sparse
+        column's implicit zeros count); None when the network sees ``X`` as
+        given (``input_transform=None``).
 
     input_scale_ : ndarray of shape (`n_features_in_`,) or None
         The column factors of ``input_transform="robust_clip"``
