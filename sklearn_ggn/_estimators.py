@@ -559,7 +559,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         - ``"dual"``: exact, by the Woodbury (kernel) form: keeps the
           Cholesky factor of the (m·K × m·K) kernel system and the m
           training inputs;
-        - ``"primal"``: exact: keeps the Cholesky factor of the (p × p)
+        - ``"primal"``: exact: keeps the inverse Cholesky factor of the (p × p)
           precision, nothing of the training data;
         - ``"last_layer"``: the output weights and bias only, the hidden
           layer held at its fitted value (its uncertainty is ignored, so
