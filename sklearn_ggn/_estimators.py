@@ -19,7 +19,8 @@ from sklearn.utils.multiclass import (
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ._base import BaseGGNScore, _Number, _plain
-from ._losses import HuberLoss, LogLoss, MultilabelLogLoss, PoissonLoss, SquaredError
+from ._losses import (HuberLoss, LogLoss, MultilabelLogLoss, PoissonLoss,
+                      SquaredError, robust_target_statistics)
 
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
@@ -525,7 +526,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         only centered). With ``loss="poisson"`` each output is only divided
         by its (weighted) mean — counts must stay non-negative under the log
         link — so fitting ``a·y`` (``a > 0``) predicts ``a·ŷ``; an all-zero
-        output is left as is. The statistics are ``target_mean_`` and
+        output is left as is. With ``loss="huber"`` each output is centered
+        by its (weighted) median and divided by 1.4826 × its median absolute
+        deviation, which outlying targets do not inflate (by its standard
+        deviation where the MAD is 0). The statistics are ``target_mean_`` and
         ``target_scale_``. They are computed by ``fit`` and by the first
         ``partial_fit``, and kept by later ``partial_fit`` calls and by a
         ``warm_start`` fit that continues from fitted weights (those weights
@@ -539,10 +543,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         The threshold of ``loss="huber"`` (unused by the other losses): a
         residual beyond ``epsilon`` costs linearly. Named and defaulted as
         ``HuberRegressor``'s, which also puts it on a scaled residual; here
-        the scale is the standard deviation of ``y`` (with
-        ``standardize_target=True``; ``y``'s own units otherwise), not a
-        robust estimate of the noise's, so 1.35 treats as outliers only
-        residuals beyond 1.35 standard deviations of the targets. A smaller
+        the scale is the robust spread of ``y``, 1.4826 × its median absolute
+        deviation (with ``standardize_target=True``; ``y``'s own units
+        otherwise), so 1.35 treats as outliers residuals beyond 1.35 robust
+        standard deviations of the targets, whatever the outliers. A smaller
         value (e.g. 0.1-0.5) makes more rows count linearly (more robust,
         less efficient on clean data); tune it with ``GridSearchCV``. Far
         smaller values (1e-6 and below) make the loss vanish against the
@@ -584,8 +588,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     target_mean_ : ndarray of shape (`n_outputs_`,)
         What is subtracted from each output before training and added back
-        to the predictions (zeros with ``standardize_target=False`` or
-        ``loss="poisson"``).
+        to the predictions (the median with ``loss="huber"``; zeros with
+        ``standardize_target=False`` or ``loss="poisson"``).
 
     target_scale_ : ndarray of shape (`n_outputs_`,)
         What each centered output is divided by before training and the
@@ -727,6 +731,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             tiny = 1e3 * np.finfo(np.float64).eps * np.abs(Y).max(axis=0)
             if self.loss == "poisson":
                 scale = np.where(center > tiny, center, 1.0)
+            elif self.loss == "huber":  # median and MAD (outliers move neither)
+                mean, scale = robust_target_statistics(Y, s, tiny)
             else:
                 mean = center
                 with np.errstate(over="ignore"):
