@@ -666,8 +666,8 @@ def _uci_report(results):
             name, f"{g['coverage']:.3f}",
             "yes" if 0.90 <= g["coverage"] <= 0.985 else "no",
             f"{g['rmse'] / s['mlp']['rmse']:.3f}" if "mlp" in s else "-",
-            ("yes" if "mlp" in s and g["rmse"] <= 1.05 * s["mlp"]["rmse"]
-             else "no"),
+            ("-" if "mlp" not in s
+             else "yes" if g["rmse"] <= 1.05 * s["mlp"]["rmse"] else "no"),
             ("yes" if g["nll"] <= s["ngboost"]["nll"] else "no")
             if "ngboost" in s else "-",
             "yes" if g["nll"] <= best_published else "no"])
@@ -679,7 +679,8 @@ def _uci_report(results):
     n_cov = sum(r[2] == "yes" for r in checks)
     summary_line = (f"coverage in range on {n_cov}/{len(checks)} sets; "
                     f"RMSE within 1.05x MLP on "
-                    f"{sum(r[4] == 'yes' for r in checks)}/{len(checks)}")
+                    f"{sum(r[4] == 'yes' for r in checks)}/"
+                    f"{sum(r[4] != '-' for r in checks)}")
     return "\n".join(lines), summary_line
 
 
@@ -694,7 +695,8 @@ class _PartialRun:
         return {"partial": True}
 
 
-def run_uci(data_home, max_splits=None, sets=UCI_SETS, mode="uci"):
+def run_uci(data_home, max_splits=None, sets=UCI_SETS, mode="uci",
+            labels=UCI_MODELS):
     """Run the UCI benchmark and write ``results/uncertainty_<mode>.md``
     (+ ``.json``); sets absent from ``data_home`` are skipped."""
     from ._common import machine_stamp
@@ -709,7 +711,7 @@ def run_uci(data_home, max_splits=None, sets=UCI_SETS, mode="uci"):
 
     with LoadMonitor() as monitor, quiet_warnings():
         # (after each set, a partial result without the load summary)
-        results = uci_benchmark(data_home, sets, max_splits,
+        results = uci_benchmark(data_home, sets, max_splits, labels,
                                 on_set=lambda r: write(r, _PartialRun()))
     if not results:
         print("[uci] no data found: nothing to report")
@@ -718,6 +720,45 @@ def run_uci(data_home, max_splits=None, sets=UCI_SETS, mode="uci"):
     write(results, monitor)
     print(body)
     return {"uci": results, "summary": summary}
+
+
+class _MergedRuns:
+    """The load summaries of the merged runs, in place of one monitor."""
+
+    def __init__(self, loads):
+        self.loads = loads
+
+    def markdown(self):
+        return " ".join(
+            f"Run {i + 1} ({', '.join(sets)}): {d.get('wall_s', float('nan')):.0f} s, "
+            f"1-min load average median {d.get('load1_median_during', float('nan')):.2f}, "
+            f"other processes {d.get('other_processes_cores', float('nan')):.2f} cores."
+            for i, (sets, d) in enumerate(self.loads))
+
+    def summary(self):
+        return {"runs": [{"sets": sets, **d} for sets, d in self.loads]}
+
+
+def merge_uci(paths, mode="uci"):
+    """One report (``results/uncertainty_<mode>.md`` and ``.json``) from the
+    ``.json`` results of UCI runs over different sets."""
+    import json
+
+    results, loads, stamp = {}, [], None
+    for path in paths:
+        with open(path) as fh:
+            payload = json.load(fh)
+        uci = payload["results"]["uci"]
+        results.update(uci)
+        loads.append((list(uci), payload.get("load", {})))
+        stamp = stamp or payload.get("machine")
+    ordered = {name: results[name] for name in UCI_SETS if name in results}
+    body, _ = _uci_report(ordered)
+    write_result(NAME, mode, "Predictive uncertainty on the UCI regression "
+                 "benchmark", stamp, _MergedRuns(loads), body,
+                 {"uci": ordered, "summary": _uci_summary(ordered)})
+    print(body)
+    return ordered
 
 
 def main(argv=None):
@@ -736,9 +777,20 @@ def main(argv=None):
                         help="at most this many splits per set")
     parser.add_argument("--sets", nargs="+", default=list(UCI_SETS),
                         choices=UCI_SETS)
+    parser.add_argument("--models", nargs="+", default=list(UCI_MODELS),
+                        choices=UCI_MODELS,
+                        help="the models to run (default: all; NGBoost only "
+                             "when installed, the GP on the small sets only)")
     parser.add_argument("--mode", default="uci",
                         help="suffix of the result files (default: uci)")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="write one report from the .json results of runs "
+                             "that took different sets (e.g. in two processes) "
+                             "instead of running")
     args = parser.parse_args(argv)
+    if args.merge:
+        merge_uci(args.merge, args.mode)
+        return 0
     if not args.uci:
         parser.error("only --uci runs from here; the other sections run "
                      "through python -m benchmarks --only uncertainty")
@@ -746,7 +798,8 @@ def main(argv=None):
         print("[uci] no data folder (--data-home or $UCI_REGRESSION_DATA): "
               "skipped")
         return 0
-    run_uci(args.data_home, args.splits, tuple(args.sets), args.mode)
+    run_uci(args.data_home, args.splits, tuple(args.sets), args.mode,
+            tuple(args.models))
     return 0
 
 
