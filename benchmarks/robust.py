@@ -5,11 +5,9 @@ Huber's loss against the squared error on corrupted targets.
    ``make_friedman1`` (noise 1): the fit, the first ``predict(X,
    return_std=True)`` on the training rows (it builds the Laplace posterior,
    primal at this size) and a repeat call (the posterior kept), medians
-   over repeats with the kernels loaded from a warm on-disk cache. Beside
-   the package's posterior (``J̃ᵀJ̃`` by a symmetric rank-k update of the
-   explicit rows, predictions through the kept inverse factor), the same
-   posterior built as before: the step's Kronecker GEMM for ``J̃ᵀJ̃`` and a
-   triangular solve per prediction block (patched in for the measurement).
+   over repeats of fresh processes with the kernels loaded first. With
+   ``--baseline DIR`` the same is timed, in turn, for the package in
+   ``DIR`` (another commit's ``sklearn_ggn`` folder).
 
 2. Huber against squared error on the UCI regression sets (when found):
    the first splits of the benchmark's fixed 90/10 splits; on each, 5 % of
@@ -19,7 +17,7 @@ Huber's loss against the squared error on corrupted targets.
    targets, beside both losses on the clean training targets.
 
 Run: ``python -m benchmarks.robust [--data-home DIR] [--splits N]
-[--repeats R]`` (``DIR`` as ``benchmarks.uncertainty --uci``, default
+[--repeats R] [--baseline DIR]`` (``DIR`` as ``benchmarks.uncertainty --uci``, default
 ``$UCI_REGRESSION_DATA``); writes ``results/robust_uci.md`` and ``.json``.
 """
 
@@ -42,78 +40,67 @@ TITLE = "Robust where it says it is: first return_std cost, Huber on corrupted t
 
 
 # ------------------------------------------------------------------ 1
-def _step_gram_posterior():
-    """A context that builds the posterior as the package did before its
-    syrk: the step's Kronecker GEMM for J̃ᵀJ̃, and predictions by a
-    triangular solve with the kept Cholesky factor."""
-    import contextlib
-
-    from sklearn_ggn import _laplace
-
-    @contextlib.contextmanager
-    def patched():
-        rows, fit = _laplace.gauss_newton_rows, _laplace.fit_posterior
-        invert = _laplace._triangular_inverse
-        factors = []
-
-        def step_gram(network, theta, Xa, A):
-            cache = network.forward(theta, Xa)
-            W = network.sensitivities(theta, cache, A)
-            return network.gauss_newton_matrix(theta, cache, W, A)
-
-        def keep_factor(L):
-            factors.append(L)
-            return invert(L)
-
-        def with_factor(*args, **kwargs):
-            posterior = fit(*args, **kwargs)
-            if posterior.pop("inverse", None) is not None:
-                posterior["factor"] = factors[-1]  # (the solve's L)
-            return posterior
-
-        _laplace.gauss_newton_rows = step_gram
-        _laplace.fit_posterior = with_factor
-        _laplace._triangular_inverse = keep_factor
-        try:
-            yield
-        finally:
-            _laplace.gauss_newton_rows, _laplace.fit_posterior = rows, fit
-            _laplace._triangular_inverse = invert
-
-    return patched()
+# One process per measurement: the kernels are loaded (or compiled) by a
+# small fit first, then the timed fit, the first return_std call (it builds
+# the posterior) and a repeat call (the posterior kept).
+_FIRST_STD = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import sklearn_ggn
+from sklearn.datasets import make_friedman1
+from sklearn_ggn import GGNScoreRegressor
+n = int(sys.argv[1])
+X, y = make_friedman1(n_samples=n, noise=1.0, random_state=0)
+GGNScoreRegressor(max_iter=1, random_state=0).fit(X[:200], y[:200]).predict(
+    X[:10], return_std=True)
+t0 = time.perf_counter()
+est = GGNScoreRegressor(random_state=0).fit(X, y)
+fit_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+est.predict(X, return_std=True)
+first_s = time.perf_counter() - t0
+t0 = time.perf_counter()
+est.predict(X, return_std=True)
+repeat_s = time.perf_counter() - t0
+print("RESULT", json.dumps({"fit_s": fit_s, "first_std_s": first_s,
+                            "repeat_std_s": repeat_s,
+                            "structure": est.uncertainty_,
+                            "version": sklearn_ggn.__version__}))
+"""
 
 
-def first_std_cost(n_samples=20000, repeats=3):
-    import contextlib
+def _first_std_once(n_samples, pythonpath):
+    import json
+    import os
+    import subprocess
+    import sys
 
-    from sklearn.datasets import make_friedman1
+    env = dict(os.environ, PYTHONPATH=pythonpath)
+    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.split("RESULT", 1)[1])
 
-    from sklearn_ggn import GGNScoreRegressor
 
-    X, y = make_friedman1(n_samples=n_samples, noise=1.0, random_state=0)
-    for context in (contextlib.nullcontext, _step_gram_posterior):
-        with context():  # (kernels loaded or compiled first, both paths)
-            GGNScoreRegressor(max_iter=1, random_state=0).fit(
-                X[:200], y[:200]).predict(X[:10], return_std=True)
-    out = {"n_samples": n_samples, "repeats": repeats, "runs": []}
+def first_std_cost(n_samples=20000, repeats=3, baseline=None):
+    """Medians over ``repeats`` fresh processes of the package in this tree
+    and, when given, of the package found in the folder ``baseline`` (e.g.
+    an earlier commit's ``git archive <commit> sklearn_ggn | tar -x -C
+    DIR``), interleaved."""
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent.parent)
+    packages = {"this tree": here}
+    if baseline:
+        packages["baseline"] = str(Path(baseline).resolve())
+    out = {"n_samples": n_samples, "repeats": repeats, "baseline": baseline,
+           "runs": []}
     for r in range(repeats):
-        for label, context in (("syrk + inverse factor", contextlib.nullcontext),
-                               ("Kronecker GEMM + solve", _step_gram_posterior)):
-            with context():
-                t0 = time.perf_counter()
-                est = GGNScoreRegressor(random_state=0).fit(X, y)
-                fit_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                est.predict(X, return_std=True)
-                first_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                est.predict(X, return_std=True)
-                repeat_s = time.perf_counter() - t0
-            out["runs"].append({"posterior": label, "repeat": r, "fit_s": fit_s,
-                                "first_std_s": first_s, "repeat_std_s": repeat_s,
-                                "structure": est.uncertainty_})
-            print(f"[robust] {label}: fit {fit_s:.2f} s, first return_std "
-                  f"{first_s:.2f} s, repeat {repeat_s:.2f} s", flush=True)
+        for label, path in packages.items():
+            run = _first_std_once(n_samples, path)
+            out["runs"].append({"posterior": label, "repeat": r, **run})
+            print(f"[robust] {label}: fit {run['fit_s']:.2f} s, first "
+                  f"return_std {run['first_std_s']:.2f} s, repeat "
+                  f"{run['repeat_std_s']:.2f} s", flush=True)
     return out
 
 
@@ -166,11 +153,14 @@ def _report(first, huber):
     lines = []
     if first is not None:
         rows = []
-        for label in ("syrk + inverse factor", "Kronecker GEMM + solve"):
+        for label in ("this tree", "baseline"):
             runs = [r for r in first["runs"] if r["posterior"] == label]
+            if not runs:
+                continue
             fit = median([r["fit_s"] for r in runs])
             first_s = median([r["first_std_s"] for r in runs])
-            rows.append([label, runs[0]["structure"], f"{fit:.2f}",
+            rows.append([f"{label} ({runs[0]['version']})", runs[0]["structure"],
+                         f"{fit:.2f}",
                          f"{first_s:.2f}",
                          f"{median([r['repeat_std_s'] for r in runs]):.2f}",
                          f"{first_s / fit:.2f}"])
@@ -179,9 +169,10 @@ def _report(first, huber):
             "rows", "",
             f"`GGNScoreRegressor()` defaults; `predict(X, return_std=True)` on "
             f"the training rows; medians over {first['repeats']} repeats "
-            "(kernels from a warm on-disk cache; both posteriors timed in turn "
-            "in one process).", "",
-            md_table(["posterior", "structure", "fit [s]", "first return_std [s]",
+            "(one fresh process each, the kernels loaded by a small fit "
+            "first; the two packages timed in turn). Baseline: "
+            f"{first.get('baseline_label') or first.get('baseline') or '-'}.", "",
+            md_table(["package", "structure", "fit [s]", "first return_std [s]",
                       "repeat [s]", "first / fit"], rows), ""]
     if huber:
         rows = []
@@ -225,13 +216,29 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-first-std", action="store_true")
+    parser.add_argument("--baseline", default=None, metavar="DIR",
+                        help="a folder holding another version's sklearn_ggn "
+                             "package, timed beside this tree's")
+    parser.add_argument("--baseline-label", default=None,
+                        help="what the baseline is (e.g. its commit)")
+    parser.add_argument("--huber-from", default=None, metavar="JSON",
+                        help="take the Huber table from an earlier result "
+                             "instead of fitting it again")
     args = parser.parse_args(argv)
     stamp = machine_stamp()
     with LoadMonitor() as monitor, quiet_warnings():
         first = (None if args.skip_first_std
-                 else first_std_cost(repeats=args.repeats))
+                 else first_std_cost(repeats=args.repeats,
+                                     baseline=args.baseline))
+        if first is not None:
+            first["baseline_label"] = args.baseline_label
         huber = {}
-        if args.data_home and os.path.isdir(args.data_home):
+        if args.huber_from:
+            import json
+
+            with open(args.huber_from) as fh:
+                huber = json.load(fh)["results"]["huber"]
+        elif args.data_home and os.path.isdir(args.data_home):
             huber = huber_uci(args.data_home, args.splits)
         else:
             print("[robust] no UCI data folder: the Huber table is skipped")
