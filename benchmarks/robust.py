@@ -152,7 +152,8 @@ def huber_uci(data_home, max_splits=3, fraction=0.05, shift=50.0):
 
 # ------------------------------------------------------------------ report
 def _report(first, huber):
-    lines = []
+    lines = ["Command: `python -m benchmarks.robust --data-home DIR` (see the "
+             "module's docstring).", ""]
     if first is not None:
         rows = []
         for label in ("this tree", "baseline"):

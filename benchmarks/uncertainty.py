@@ -621,7 +621,9 @@ def _uci_report(results):
     def published(name, which, index):
         return f"{UCI_PUBLISHED[name][which][index]:.2f}"
 
-    lines = ["Test metrics in the units of y, mean ± standard error over the "
+    lines = ["Command: `python -m benchmarks.uncertainty --uci --data-home DIR` "
+             "(see the module's docstring).", "",
+             "Test metrics in the units of y, mean ± standard error over the "
              "splits. GGN-SCORE: `make_pipeline(StandardScaler(), "
              "GGNScoreRegressor())` at its defaults, `predict(X, "
              "return_std=True)`; MLP: `MLPRegressor(max_iter=2000)` with the "
