@@ -751,7 +751,18 @@ def merge_uci(paths, mode="uci"):
         with open(path) as fh:
             payload = json.load(fh)
         uci = payload["results"]["uci"]
-        results.update(uci)
+        for name, res in uci.items():
+            if name not in results:
+                results[name] = res
+                continue
+            # the same set with other models: merged split by split
+            merged = results[name]["runs"]
+            for i, run in enumerate(res["runs"]):
+                if i < len(merged):
+                    merged[i].update(run)
+                else:
+                    merged.append(run)
+            results[name]["n_splits"] = len(merged)
         loads.append((list(uci), payload.get("load", {})))
         stamp = stamp or payload.get("machine")
     ordered = {name: results[name] for name in UCI_SETS if name in results}
