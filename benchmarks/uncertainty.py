@@ -429,3 +429,394 @@ def run(mode, stamp):
     write_result(NAME, mode, TITLE, stamp, monitor, body, raw, figures)
     raw["summary"] = summary
     return raw
+
+
+# ------------------------------------------------------------------ UCI
+# The standard benchmark of predictive uncertainty on UCI regression sets
+# (Hernández-Lobato & Adams 2015): its fixed random 90/10 splits, test RMSE
+# and Gaussian NLL per point in the units of y, averaged over the splits.
+UCI_SETS = ("yacht", "energy", "concrete", "kin8nm", "power-plant",
+            "protein-tertiary-structure")
+# sets small enough for an exact Gaussian process on every split
+UCI_GP_SETS = ("yacht", "energy", "concrete")
+# the published means over the splits, (RMSE, NLL): MC dropout (Gal &
+# Ghahramani 2016) and deep ensembles of 5 networks (Lakshminarayanan et al.
+# 2017)
+UCI_PUBLISHED = {
+    "concrete": {"mc_dropout": (5.23, 3.04), "deep_ensemble": (6.03, 3.06)},
+    "energy": {"mc_dropout": (1.66, 1.99), "deep_ensemble": (2.09, 1.38)},
+    "yacht": {"mc_dropout": (1.11, 1.55), "deep_ensemble": (1.58, 1.18)},
+    "kin8nm": {"mc_dropout": (0.10, -0.95), "deep_ensemble": (0.09, -1.20)},
+    "power-plant": {"mc_dropout": (4.02, 2.80), "deep_ensemble": (4.11, 2.79)},
+    "protein-tertiary-structure": {"mc_dropout": (4.36, 2.89),
+                                   "deep_ensemble": (4.71, 2.83)},
+}
+UCI_MODELS = ("ggn", "mlp", "gp", "ngboost")
+
+
+def uci_splits(folder):
+    """``(X, y, [(train_rows, test_rows), ...])`` of one set in the layout of
+    the benchmark's reference code (``data.txt.gz``, ``index_features.txt``,
+    ``index_target.txt``, ``n_splits.txt``, ``splits.tgz``)."""
+    import gzip
+    import io
+    import tarfile
+    from pathlib import Path
+
+    folder = Path(folder)
+    with gzip.open(folder / "data.txt.gz", "rt") as fh:
+        data = np.loadtxt(fh)
+    features = np.atleast_1d(np.loadtxt(folder / "index_features.txt")).astype(int)
+    target = int(np.loadtxt(folder / "index_target.txt"))
+    n_splits = int(np.loadtxt(folder / "n_splits.txt"))
+    splits = []
+    with tarfile.open(folder / "splits.tgz") as tf:
+        names = {Path(m.name).name: m for m in tf.getmembers()}
+
+        def rows(name):
+            return np.atleast_1d(np.loadtxt(io.BytesIO(
+                tf.extractfile(names[name]).read()))).astype(int)
+
+        for k in range(n_splits):
+            splits.append((rows(f"index_train_{k}.txt"),
+                           rows(f"index_test_{k}.txt")))
+    return data[:, features], data[:, target], splits
+
+
+def _uci_models(name, seed, n_features):
+    """The models of one split: ``{label: (make, predicts_std)}``."""
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sklearn_ggn import GGNScoreRegressor
+
+    models = {
+        "ggn": lambda: make_pipeline(StandardScaler(),
+                                     GGNScoreRegressor(random_state=seed)),
+        "mlp": lambda: make_pipeline(StandardScaler(),
+                                     MLPRegressor(max_iter=2000,
+                                                  random_state=seed)),
+    }
+    if name in UCI_GP_SETS:
+        def gp():
+            from sklearn.gaussian_process import GaussianProcessRegressor
+            from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+            from sklearn.gaussian_process.kernels import WhiteKernel
+
+            # one length scale per feature (ARD)
+            kernel = (ConstantKernel() * RBF(length_scale=np.ones(n_features))
+                      + WhiteKernel())
+            return make_pipeline(StandardScaler(), GaussianProcessRegressor(
+                kernel, normalize_y=True, random_state=seed))
+        models["gp"] = gp
+    try:
+        from ngboost import NGBRegressor
+    except ImportError:  # optional: the column is left out
+        pass
+    else:
+        models["ngboost"] = lambda: NGBRegressor(random_state=seed, verbose=False)
+    return models
+
+
+def _uci_predict(label, model, X):
+    """``(mean, std)`` of a fitted model on X."""
+    if label == "ggn":
+        return model.predict(X, return_std=True)
+    if label == "gp":
+        return model.predict(X, return_std=True)
+    if label == "ngboost":
+        dist = model.pred_dist(X)
+        return dist.params["loc"], dist.params["scale"]
+    return model.predict(X), None
+
+
+def _uci_split(name, X, y, train, test, seed, labels):
+    run = {}
+    for label, make in _uci_models(name, seed, X.shape[1]).items():
+        if label not in labels:
+            continue
+        model = make()
+        t0 = time.perf_counter()
+        model.fit(X[train], y[train])
+        fit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        mean, std = _uci_predict(label, model, X[test])
+        std_s = time.perf_counter() - t0
+        if std is None:  # the MLP plug-in: its training residuals' std
+            std = np.full_like(mean, float(np.std(y[train]
+                                                  - model.predict(X[train]))))
+        record = {**gaussian_metrics(y[test], mean, std), "fit_s": fit_s,
+                  "predict_s": std_s}
+        if label == "ggn":
+            est = model[-1]
+            record.update(structure=est.uncertainty_, tau=float(est.tau_),
+                          epochs=int(est.n_iter_))
+        run[label] = record
+    return run
+
+
+def uci_benchmark(data_home, sets=UCI_SETS, max_splits=None, labels=UCI_MODELS,
+                  on_set=None):
+    """Every split of every set found under ``data_home`` (a missing set is
+    skipped). ``on_set(results)`` is called after each set."""
+    from pathlib import Path
+
+    results = {}
+    for name in sets:
+        folder = Path(data_home) / name
+        if not (folder / "data.txt.gz").exists():
+            print(f"[uci] {name}: not found under {data_home}, skipped",
+                  flush=True)
+            continue
+        X, y, splits = uci_splits(folder)
+        runs = []
+        for seed, (train, test) in enumerate(splits[:max_splits]):
+            runs.append(_uci_split(name, X, y, train, test, seed, labels))
+            ggn = runs[-1].get("ggn", {})
+            print(f"[uci] {name} split {seed}: " + ", ".join(
+                f"{k} rmse {v['rmse']:.3f} nll {v['nll']:.3f} cov "
+                f"{v['coverage']:.3f}" for k, v in runs[-1].items())
+                + (f"; ggn fit {ggn['fit_s']:.1f} s, std {ggn['predict_s']:.1f} s"
+                   if ggn else ""), flush=True)
+        results[name] = {"n_samples": int(len(y)), "n_features": int(X.shape[1]),
+                         "n_splits": len(runs), "runs": runs}
+        if on_set is not None:
+            on_set(results)
+    return results
+
+
+def _uci_summary(results):
+    """Per set and model: the means (and standard errors) over the splits."""
+    summary = {}
+    for name, res in results.items():
+        runs = res["runs"]
+        summary[name] = {}
+        for label in UCI_MODELS:
+            values = [r[label] for r in runs if label in r]
+            if not values:
+                continue
+            entry = {}
+            for key in ("rmse", "nll", "coverage", "fit_s", "predict_s"):
+                v = np.array([r[key] for r in values], dtype=float)
+                entry[key] = float(v.mean())
+                entry[key + "_se"] = float(v.std(ddof=1) / np.sqrt(v.size)
+                                           if v.size > 1 else 0.0)
+            if label == "ggn":
+                entry["structure"] = sorted({r["structure"] for r in values})
+            summary[name][label] = entry
+    return summary
+
+
+def _uci_report(results):
+    summary = _uci_summary(results)
+    names = list(summary)
+
+    def cell(name, label, key, digits):
+        entry = summary[name].get(label)
+        if entry is None:
+            return "-"
+        return f"{entry[key]:.{digits}f} ± {entry[key + '_se']:.{digits}f}"
+
+    def published(name, which, index):
+        return f"{UCI_PUBLISHED[name][which][index]:.2f}"
+
+    lines = ["Command: `python -m benchmarks.uncertainty --uci --data-home DIR` "
+             "(see the module's docstring).", "",
+             "Test metrics in the units of y, mean ± standard error over the "
+             "splits. GGN-SCORE: `make_pipeline(StandardScaler(), "
+             "GGNScoreRegressor())` at its defaults, `predict(X, "
+             "return_std=True)`; MLP: `MLPRegressor(max_iter=2000)` with the "
+             "standard deviation of its training residuals as a constant std; "
+             "GP: `GaussianProcessRegressor` (constant × ARD RBF + white "
+             "noise, `normalize_y=True`) on the small sets; NGBoost: `NGBRegressor()` "
+             "defaults; MC dropout and deep ensembles: the published means.", ""]
+    for key, title, digits in (("rmse", "RMSE", 3), ("nll", "Gaussian NLL", 3),
+                               ("coverage", "95 % interval coverage", 3)):
+        headers = ["set", "rows", "splits", "GGN-SCORE", "MLP plug-in", "GP",
+                   "NGBoost"]
+        if key != "coverage":
+            headers += ["MC dropout", "deep ensemble"]
+        rows = []
+        for name in names:
+            row = [name, results[name]["n_samples"], results[name]["n_splits"]]
+            row += [cell(name, label, key, digits) for label in UCI_MODELS]
+            if key != "coverage":
+                index = 0 if key == "rmse" else 1
+                row += [published(name, "mc_dropout", index),
+                        published(name, "deep_ensemble", index)]
+            rows.append(row)
+        lines += [f"### {title}", "", md_table(headers, rows), ""]
+    rows = []
+    for name in names:
+        g = summary[name]["ggn"]
+        rows.append([name, ", ".join(g["structure"]), f"{g['fit_s']:.2f}",
+                     f"{g['predict_s']:.2f}",
+                     f"{g['predict_s'] / g['fit_s']:.2f}"])
+    lines += ["### GGN-SCORE's cost", "",
+              "Mean seconds per split; the first `return_std` call builds the "
+              "posterior.", "",
+              md_table(["set", "posterior", "fit [s]", "first return_std [s]",
+                        "ratio"], rows), ""]
+    # the acceptance bar of the benchmark
+    checks = []
+    for name in names:
+        s = summary[name]
+        g = s["ggn"]
+        best_published = min(v[1] for v in UCI_PUBLISHED[name].values())
+        checks.append([
+            name, f"{g['coverage']:.3f}",
+            "yes" if 0.90 <= g["coverage"] <= 0.985 else "no",
+            f"{g['rmse'] / s['mlp']['rmse']:.3f}" if "mlp" in s else "-",
+            ("-" if "mlp" not in s
+             else "yes" if g["rmse"] <= 1.05 * s["mlp"]["rmse"] else "no"),
+            ("yes" if g["nll"] <= s["ngboost"]["nll"] else "no")
+            if "ngboost" in s else "-",
+            "yes" if g["nll"] <= best_published else "no"])
+    lines += ["### Where GGN-SCORE stands against the bar", "",
+              "Coverage in [0.90, 0.985]; RMSE at most 1.05× the MLP's; NLL at "
+              "most NGBoost's and the best published one.", "",
+              md_table(["set", "coverage", "in range", "RMSE / MLP", "≤ 1.05",
+                        "NLL ≤ NGBoost", "NLL ≤ best published"], checks), ""]
+    n_cov = sum(r[2] == "yes" for r in checks)
+    summary_line = (f"coverage in range on {n_cov}/{len(checks)} sets; "
+                    f"RMSE within 1.05x MLP on "
+                    f"{sum(r[4] == 'yes' for r in checks)}/"
+                    f"{sum(r[4] != '-' for r in checks)}")
+    return "\n".join(lines), summary_line
+
+
+class _PartialRun:
+    """Stands in for the load monitor in a result written while the run
+    goes on."""
+
+    def markdown(self):
+        return "Partial result (the run goes on; its load summary comes at the end)."
+
+    def summary(self):
+        return {"partial": True}
+
+
+def run_uci(data_home, max_splits=None, sets=UCI_SETS, mode="uci",
+            labels=UCI_MODELS):
+    """Run the UCI benchmark and write ``results/uncertainty_<mode>.md``
+    (+ ``.json``); sets absent from ``data_home`` are skipped."""
+    from ._common import machine_stamp
+
+    stamp = machine_stamp()
+
+    def write(results, monitor):
+        body, _ = _uci_report(results)
+        write_result(NAME, mode, "Predictive uncertainty on the UCI "
+                     "regression benchmark", stamp, monitor, body,
+                     {"uci": results, "summary": _uci_summary(results)})
+
+    with LoadMonitor() as monitor, quiet_warnings():
+        # (after each set, a partial result without the load summary)
+        results = uci_benchmark(data_home, sets, max_splits, labels,
+                                on_set=lambda r: write(r, _PartialRun()))
+    if not results:
+        print("[uci] no data found: nothing to report")
+        return {}
+    body, summary = _uci_report(results)
+    write(results, monitor)
+    print(body)
+    return {"uci": results, "summary": summary}
+
+
+class _MergedRuns:
+    """The load summaries of the merged runs, in place of one monitor."""
+
+    def __init__(self, loads):
+        self.loads = loads
+
+    def markdown(self):
+        return " ".join(
+            f"Run {i + 1} ({', '.join(sets)}): {d.get('wall_s', float('nan')):.0f} s, "
+            f"1-min load average median {d.get('load1_median_during', float('nan')):.2f}, "
+            f"other processes {d.get('other_processes_cores', float('nan')):.2f} cores."
+            for i, (sets, d) in enumerate(self.loads))
+
+    def summary(self):
+        return {"runs": [{"sets": sets, **d} for sets, d in self.loads]}
+
+
+def merge_uci(paths, mode="uci"):
+    """One report (``results/uncertainty_<mode>.md`` and ``.json``) from the
+    ``.json`` results of UCI runs over different sets."""
+    import json
+
+    results, loads, stamp = {}, [], None
+    for path in paths:
+        with open(path) as fh:
+            payload = json.load(fh)
+        uci = payload["results"]["uci"]
+        for name, res in uci.items():
+            if name not in results:
+                results[name] = res
+                continue
+            # the same set with other models: merged split by split
+            merged = results[name]["runs"]
+            for i, run in enumerate(res["runs"]):
+                if i < len(merged):
+                    merged[i].update(run)
+                else:
+                    merged.append(run)
+            results[name]["n_splits"] = len(merged)
+        loads.append((list(uci), payload.get("load", {})))
+        stamp = stamp or payload.get("machine")
+    ordered = {name: results[name] for name in UCI_SETS if name in results}
+    body, _ = _uci_report(ordered)
+    write_result(NAME, mode, "Predictive uncertainty on the UCI regression "
+                 "benchmark", stamp, _MergedRuns(loads), body,
+                 {"uci": ordered, "summary": _uci_summary(ordered)})
+    print(body)
+    return ordered
+
+
+def main(argv=None):
+    """``python -m benchmarks.uncertainty --uci --data-home DIR``."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.uncertainty",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--uci", action="store_true",
+                        help="the UCI regression benchmark (fixed splits)")
+    parser.add_argument("--data-home", default=os.environ.get("UCI_REGRESSION_DATA"),
+                        help="folder holding one subfolder per set "
+                             "(default: $UCI_REGRESSION_DATA)")
+    parser.add_argument("--splits", type=int, default=None,
+                        help="at most this many splits per set")
+    parser.add_argument("--sets", nargs="+", default=list(UCI_SETS),
+                        choices=UCI_SETS)
+    parser.add_argument("--models", nargs="+", default=list(UCI_MODELS),
+                        choices=UCI_MODELS,
+                        help="the models to run (default: all; NGBoost only "
+                             "when installed, the GP on the small sets only)")
+    parser.add_argument("--mode", default="uci",
+                        help="suffix of the result files (default: uci)")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSON",
+                        help="write one report from the .json results of runs "
+                             "that took different sets (e.g. in two processes) "
+                             "instead of running")
+    args = parser.parse_args(argv)
+    if args.merge:
+        merge_uci(args.merge, args.mode)
+        return 0
+    if not args.uci:
+        parser.error("only --uci runs from here; the other sections run "
+                     "through python -m benchmarks --only uncertainty")
+    if not args.data_home or not os.path.isdir(args.data_home):
+        print("[uci] no data folder (--data-home or $UCI_REGRESSION_DATA): "
+              "skipped")
+        return 0
+    run_uci(args.data_home, args.splits, tuple(args.sets), args.mode,
+            tuple(args.models))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

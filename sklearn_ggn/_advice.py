@@ -39,9 +39,7 @@ TINY_STEP = 1e-2
 
 def _scaling_advice(X):
     """The first remedy a scale warning names: the estimator's own input
-    map for dense X (these warnings fire only without it)."""
-    if sp.issparse(X):
-        return "sparse X is passed to the network as given; "
+    map, dense or sparse X (these warnings fire only without it)."""
     return "use input_transform='robust_clip' (the default), or "
 
 

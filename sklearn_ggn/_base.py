@@ -343,7 +343,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
 
     def _input_statistics(self, X, sample_weight, fresh_start, incremental=False):
         """``(input_center_, input_scale_)`` of this fit: from the training
-        rows on a fresh start (``input_transform="robust_clip"``, dense X),
+        rows on a fresh start (``input_transform="robust_clip"``),
         else those of the fit whose weights are reused (a warm start or
         ``partial_fit`` continues the same map; weights set by hand before
         any fit are on the inputs as this fit maps them); ``(None, None)``
@@ -352,7 +352,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             return self.input_center_, self.input_scale_
         if self.input_transform == "robust_clip":
             center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental and scale is not None:  # (None: sparse X)
+            if incremental:
                 # the first partial_fit chunk sets the map for the stream: a
                 # column constant in it (a level absent from it, a pixel
                 # never lit there, every column of a one-row chunk) is

@@ -5,8 +5,12 @@ inside the installed package: ``$XDG_CACHE_HOME/sklearn_ggn/numba/<version>``
 (``~/.cache/sklearn_ggn/...`` when ``XDG_CACHE_HOME`` is unset; the
 platform's user cache directory on macOS and Windows), one subdirectory per
 installed copy of the package. ``NUMBA_CACHE_DIR`` overrides it as it does
-for every numba cache; when neither is writable, numba's own user-wide cache
-directory is used.
+for every numba cache (the kernels go to ``<NUMBA_CACHE_DIR>/sklearn_ggn/
+<version>``); when neither is writable, numba's own user-wide cache
+directory is used. Wherever they are cached, the kernels are stamped with
+a hash of every source file of the package, not of their own file alone as
+numba's locators do: a kernel holds its callees from other modules compiled
+in, and an edited helper module must not leave a stale kernel.
 
 ``SKLEARN_GGN_NUMBA_CACHE=0`` in the environment turns the on-disk cache of
 compiled kernels off (useful to measure cold compile times).
@@ -60,27 +64,63 @@ def _in_package(path):
     return path == _PACKAGE_DIR or path.startswith(_PACKAGE_DIR + os.sep)
 
 
+def cache_directories():
+    """The directories tried, in order, for this version's compiled kernels.
+
+    Returns
+    -------
+    paths : list of str
+        ``<NUMBA_CACHE_DIR>/sklearn_ggn/<version>`` when ``NUMBA_CACHE_DIR``
+        is set, then :func:`user_cache_dir`, then
+        ``<numba's user-wide cache directory>/sklearn_ggn/<version>``. The
+        first writable one holds the kernels; whichever it is, a kernel is
+        stamped with every source file of the package.
+    """
+    paths = []
+    try:
+        from numba.core import config
+        numba_dir = config.CACHE_DIR
+    except ImportError:  # pragma: no cover - numba moved its internals
+        numba_dir = os.environ.get("NUMBA_CACHE_DIR", "")
+    if numba_dir:
+        paths.append(os.path.join(numba_dir, "sklearn_ggn", __version__))
+    paths.append(user_cache_dir())
+    try:
+        from numba.misc.appdirs import AppDirs
+        paths.append(os.path.join(
+            AppDirs(appname="numba", appauthor=False).user_cache_dir,
+            "sklearn_ggn", __version__))
+    except ImportError:  # pragma: no cover - numba moved its internals
+        pass
+    return paths
+
+
 def _install_locator():
-    """Put a locator for this package's kernels in numba's list, after
-    ``NUMBA_CACHE_DIR``'s and before the ``__pycache__`` one. It answers for
-    the files of this package only; other packages' kernels are unaffected."""
+    """Put a locator for this package's kernels first in numba's list. It
+    answers for the files of this package only (other packages' kernels are
+    unaffected) and stamps each kernel with all of the package's sources,
+    wherever the kernel is cached: in ``NUMBA_CACHE_DIR`` when that is set,
+    else in :func:`user_cache_dir`, else in numba's user-wide cache
+    directory (:func:`cache_directories`). numba's own locators stamp a
+    kernel with its own file only."""
     try:
         from numba.core import caching
-        from numba.core.caching import UserWideCacheLocator, _CacheLocator
+        from numba.core.caching import _CacheLocator
         from numba.core.caching import _SourceFileBackedLocatorMixin
     except ImportError:  # pragma: no cover - numba moved its internals
         return None
 
     class PackageCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
-        """sklearn_ggn's kernels, cached in :func:`user_cache_dir`."""
+        """sklearn_ggn's kernels, cached in the first writable directory of
+        :func:`cache_directories`."""
 
         package_dir = _PACKAGE_DIR
 
-        def __init__(self, py_func, py_file):
+        def __init__(self, py_func, py_file, base):
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
             self._cache_path = os.path.join(
-                user_cache_dir(), self.get_suitable_cache_subpath(py_file))
+                base, self.get_suitable_cache_subpath(py_file))
 
         def get_cache_path(self):
             return self._cache_path
@@ -93,19 +133,21 @@ def _install_locator():
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if not _in_package(py_file):
+            if not (_in_package(py_file) and os.path.exists(py_file)):
                 return None
-            self = super().from_function(py_func, py_file)
-            if self is None:  # not writable: numba's user-wide directory
-                self = UserWideCacheLocator.from_function(py_func, py_file)
-            return self
+            for base in cache_directories():
+                self = cls(py_func, py_file, base)
+                try:
+                    self.ensure_cache_path()
+                except OSError:  # not writable: the next directory
+                    continue
+                return self
+            return None
 
     classes = caching.CacheImpl._locator_classes
     classes[:] = [c for c in classes
                   if getattr(c, "package_dir", None) != _PACKAGE_DIR]
-    after = [i for i, c in enumerate(classes)
-             if c is caching.UserProvidedCacheLocator]
-    classes.insert(after[0] + 1 if after else 0, PackageCacheLocator)
+    classes.insert(0, PackageCacheLocator)
     return PackageCacheLocator
 
 

@@ -157,8 +157,9 @@ PARAMETERS = """
         clipped below ±3·1.349, so that outlying rows cannot take huge
         steps; the statistics (``input_center_``, ``input_scale_``) come
         from the first fit's rows and are kept by warm starts and
-        ``partial_fit``. A fit on sparse ``X`` passes it as given. None:
-        ``X`` as given (the paper's setting). See :ref:`user-guide-inputs`.
+        ``partial_fit``. Sparse ``X`` gets its dense copy's map, kept sparse
+        where a column's median is 0. None: ``X`` as given (the paper's
+        setting). See :ref:`user-guide-inputs`.
 """
 
 ATTRIBUTES = """
@@ -251,8 +252,9 @@ ATTRIBUTES = """
         Rows per step of the last call.
 
     input_center_ : ndarray of shape (`n_features_in_`,) or None
-        The column medians of ``input_transform="robust_clip"``; None when
-        the network sees ``X`` as given.
+        The column medians of ``input_transform="robust_clip"`` (a sparse
+        column's implicit zeros count); None when the network sees ``X`` as
+        given.
 
     input_scale_ : ndarray of shape (`n_features_in_`,) or None
         The column factors of ``input_transform="robust_clip"``; None as

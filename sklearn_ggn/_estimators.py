@@ -21,7 +21,14 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ._base import BaseGGNScore, _Number
 from ._docstrings import fill_doc, with_docs
 from ._persistence import _plain
-from ._losses import HuberLoss, LogLoss, MultilabelLogLoss, PoissonLoss, SquaredError
+from ._losses import (
+    HuberLoss,
+    LogLoss,
+    MultilabelLogLoss,
+    PoissonLoss,
+    SquaredError,
+    robust_target_statistics,
+)
 
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
@@ -48,7 +55,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         Train on standardized targets and map the predictions back, so that
         ``tau``, ``mu`` and the initial weights mean the same for every
         ``y``: each output centered by its (weighted) mean and divided by its
-        standard deviation; with ``loss="poisson"`` only divided by its mean.
+        standard deviation; with ``loss="huber"`` by its median and 1.4826 ×
+        its median absolute deviation, which outlying targets do not inflate;
+        with ``loss="poisson"`` only divided by its mean.
         The statistics (``target_mean_``, ``target_scale_``) come from
         ``fit`` or the first ``partial_fit`` and are kept by later
         ``partial_fit`` calls and warm starts. False: ``y`` as given (the
@@ -56,9 +65,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     epsilon : float, default=1.35
         The threshold of ``loss="huber"``, in the units the network is
-        trained in (standard deviations of ``y`` with
-        ``standardize_target=True``): residuals beyond it cost linearly. A
-        smaller value is more robust, less efficient on clean data.
+        trained in (robust standard deviations of ``y``, 1.4826 × its median
+        absolute deviation, with ``standardize_target=True``): residuals
+        beyond it cost linearly, whatever the outliers. A smaller value is
+        more robust, less efficient on clean data.
 
     uncertainty : {"auto", "dual", "primal", "last_layer"} or None, \
             default="auto"
@@ -83,8 +93,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     target_mean_ : ndarray of shape (`n_outputs_`,)
         What is subtracted from each output before training and added back
-        to the predictions (zeros with ``standardize_target=False`` or
-        ``loss="poisson"``).
+        to the predictions (the median with ``loss="huber"``; zeros with
+        ``standardize_target=False`` or ``loss="poisson"``).
 
     target_scale_ : ndarray of shape (`n_outputs_`,)
         What each centered output is divided by before training and the
@@ -224,6 +234,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             tiny = 1e3 * np.finfo(np.float64).eps * np.abs(Y).max(axis=0)
             if self.loss == "poisson":
                 scale = np.where(center > tiny, center, 1.0)
+            elif self.loss == "huber":  # median and MAD (outliers move neither)
+                mean, scale = robust_target_statistics(Y, s, tiny)
             else:
                 mean = center
                 with np.errstate(over="ignore"):

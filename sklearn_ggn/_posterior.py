@@ -58,7 +58,8 @@ class PosteriorMixin:
         if self.loss != self._posterior_loss or self.solver != "ggn":
             return (f"the Laplace posterior is defined for "
                     f"loss={self._posterior_loss!r} fitted by solver='ggn' "
-                    f"(this is loss={self.loss!r}, solver={self.solver!r})")
+                    f"(this is loss={self.loss!r}, solver={self.solver!r})"
+                    + getattr(self._loss_object(), "posterior_note", ""))
         if incremental:
             return ("partial_fit sees one chunk of the data, and the posterior "
                     "needs the curvature over the whole training set: call fit")

@@ -172,8 +172,9 @@ def test_large_threshold_fits_as_the_squared_error(batch_size):
     (same τ, batches and damping), in full batch and in mini-batches."""
     X, y = make_friedman1(n_samples=120, random_state=0)
     X = StandardScaler().fit_transform(X)
+    # (on y as given: the two losses standardize y differently)
     params = dict(n_hidden=12, random_state=0, tau=1e-3, max_iter=10,
-                  batch_size=batch_size)
+                  batch_size=batch_size, standardize_target=False)
     huber = GGNScoreRegressor(loss="huber", epsilon=1e6, **params).fit(X, y)
     squared = GGNScoreRegressor(**params).fit(X, y)
     assert_allclose(huber.output_weights_, squared.output_weights_, rtol=1e-9,
@@ -206,3 +207,102 @@ def test_epsilon_validation():
     for bad in (0.0, -1.0, True):
         with pytest.raises(ValueError, match="epsilon"):
             GGNScoreRegressor(loss="huber", epsilon=bad).fit(X, y)
+
+
+def _naive_median_mad(y, w):
+    """The median and 1.4826 MAD of y with each row repeated w times."""
+    rep = np.sort(np.repeat(y, w))
+    n = rep.size
+    med = rep[int(np.ceil(0.5 * n)) - 1]
+    dev = np.sort(np.abs(rep - med))
+    return med, dev[int(np.ceil(0.5 * n)) - 1] / 0.6744897501960817
+
+
+def test_huber_target_statistics_are_the_median_and_mad():
+    """target_mean_ / target_scale_ of a Huber fit against the repeated-rows
+    reference, with integer sample weights; the MAD's fallback (more than
+    half the targets equal) is the standard deviation; outliers move
+    neither."""
+    from sklearn_ggn._losses import robust_target_statistics
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    y = np.column_stack([X[:, 0] + 0.1 * rng.standard_normal(80),
+                         rng.lognormal(0, 1, 80)])
+    w = rng.integers(0, 4, 80)
+    est = GGNScoreRegressor(loss="huber", n_hidden=4, max_iter=2).fit(
+        X, y, sample_weight=w.astype(float))
+    for c in range(2):
+        med, scale = _naive_median_mad(y[:, c], w)
+        assert est.target_mean_[c] == med
+        assert_allclose(est.target_scale_[c], scale, rtol=1e-12)
+    # more than half the targets equal: the standard deviation
+    z = np.where(np.arange(80) < 50, 3.0, rng.standard_normal(80))[:, None]
+    s = np.full(80, 1 / 80)
+    center, scale = robust_target_statistics(z, s, np.zeros(1))
+    assert center[0] == 3.0
+    assert_allclose(scale, np.std(z, axis=0), rtol=1e-12)
+    # a constant output: scale 1; targets near the largest float: finite
+    assert robust_target_statistics(np.full((9, 1), 2.0), np.full(9, 1 / 9),
+                                    np.full(1, 1e-12))[1][0] == 1.0
+    big = robust_target_statistics(y[:, :1] * 1e300, s, np.zeros(1))
+    small = robust_target_statistics(y[:, :1], s, np.zeros(1))
+    assert_allclose(big[1] / 1e300, small[1], rtol=1e-12)
+    # 5 % of the targets 50 standard deviations out: the scale barely moves
+    moved = y[:, :1].copy()
+    moved[:4] += 50 * moved.std()
+    assert robust_target_statistics(moved, s, np.zeros(1))[1][0] < 1.2 * small[1][0]
+
+
+def _moved_targets(sign):
+    """The issue's data: make_regression (3000 rows, 8 features, noise 5),
+    5 % of the first 2000 (training) targets moved by 50 standard deviations
+    of y (sign "random": ±1 at random; "positive": +1); test on the clean
+    targets of the last 1000 rows."""
+    from sklearn.datasets import make_regression
+
+    X, y = make_regression(n_samples=3000, n_features=8, noise=5,
+                           random_state=0)
+    y_train = y[:2000].copy()
+    rng = np.random.default_rng(0)
+    moved = rng.choice(2000, 100, replace=False)
+    if sign is not None:
+        signs = rng.choice([-1, 1], 100) if sign == "random" else 1.0
+        y_train[moved] += signs * 50 * y.std()
+    return X[:2000], y_train, X[2000:], y[2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sign", ["random", "positive"])
+def test_huber_threshold_in_robust_units_resists_gross_outliers(sign):
+    """Outlying targets no longer inflate the scale that epsilon is in:
+    held-out R² 0.50 when the target was standardized by its standard
+    deviation (target_scale_ 1 900-2 100), 0.99 now (target_scale_ ~180,
+    the clean targets' 171)."""
+    from sklearn.pipeline import make_pipeline
+
+    X, y, X_test, y_test = _moved_targets(sign)
+    model = make_pipeline(StandardScaler(),
+                          GGNScoreRegressor(loss="huber", random_state=0))
+    model.fit(X, y)
+    assert model[-1].target_scale_[0] < 200
+    assert r2_score(y_test, model.predict(X_test)) >= 0.95
+
+
+@pytest.mark.slow
+def test_huber_on_clean_targets_is_as_good_as_the_squared_error():
+    from sklearn.pipeline import make_pipeline
+
+    X, y, X_test, y_test = _moved_targets(None)
+    scores = [r2_score(y_test, make_pipeline(
+        StandardScaler(), GGNScoreRegressor(loss=loss, random_state=0)
+    ).fit(X, y).predict(X_test)) for loss in ("huber", "squared_error")]
+    assert scores[0] >= scores[1] - 0.01, scores
+
+
+def test_huber_intervals_say_what_the_noise_model_is():
+    X, y = make_friedman1(n_samples=60, random_state=0)
+    est = GGNScoreRegressor(loss="huber", n_hidden=4, max_iter=2).fit(X, y)
+    with pytest.raises(ValueError, match="Gaussian centre and exponential "
+                       "tails beyond epsilon"):
+        est.predict(X, return_std=True)

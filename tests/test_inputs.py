@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
@@ -257,14 +258,103 @@ def test_sparse_inputs_to_a_model_fitted_on_dense_ones_are_mapped(fmt):
     np.testing.assert_allclose(a.hidden_weights_, b.hidden_weights_, rtol=1e-10)
 
 
-def test_sparse_inputs_are_passed_as_given():
-    X = sp.random(100, 8, density=0.3, random_state=0, format="csr")
-    y = np.asarray(X.sum(axis=1)).ravel()
-    reg = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0).fit(X, y)
-    assert reg.input_center_ is None and reg.input_scale_ is None
-    ref = GGNScoreRegressor(n_hidden=5, max_iter=3, random_state=0,
-                            input_transform=None).fit(X, y)
-    np.testing.assert_array_equal(reg.predict(X), ref.predict(X))
+def sparse_heavy_data(n=300, seed=0):
+    """Sparse columns of every kind: median 0 (sparse Gaussian, rare one-hot,
+    zero-inflated counts, an empty column) and median not 0 (a common
+    level's indicator, a mostly positive column), with explicit zeros."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([
+        rng.normal(size=n) * (rng.uniform(size=n) < 0.3),
+        rng.integers(0, 2, n) * (rng.uniform(size=n) < 0.1),
+        rng.poisson(3, n) * (rng.uniform(size=n) < 0.15),
+        np.zeros(n),
+        (rng.uniform(size=n) < 0.7).astype(float),
+        rng.lognormal(0, 1, n) * (rng.uniform(size=n) < 0.8),
+    ])
+    S = sp.csr_array(X)
+    S.data[::7] = 0.0  # explicit zeros
+    return S
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_statistics_and_map_match_the_naive_reference(weighted, fmt):
+    """The implicit zeros count as rows of value 0: the statistics and the
+    map of sparse X are the dense copy's, against the slow reference."""
+    S = sparse_heavy_data().asformat(fmt)
+    X = S.toarray()
+    w = (np.random.default_rng(2).integers(0, 4, X.shape[0]) if weighted
+         else None)
+    center, scale = robust_clip_statistics(
+        S, None if w is None else w.astype(float))
+    dense = robust_clip_statistics(X, None if w is None else w.astype(float))
+    np.testing.assert_array_equal(center, dense[0])
+    np.testing.assert_allclose(scale, dense[1], rtol=1e-12)
+    mapped = robust_clip(S, center, scale)
+    assert sp.issparse(mapped)  # (two of six columns stored in full)
+    np.testing.assert_allclose(mapped.toarray(), naive_robust_clip(X, w),
+                               rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(mapped.toarray(),
+                                  robust_clip(X, center, scale))
+
+
+def test_sparse_map_keeps_zero_median_columns_sparse():
+    """Where every column's median is 0 the map touches the stored values
+    only (the same sparsity pattern); a matrix that the map would fill more
+    than half is returned dense."""
+    S = sp.random(200, 30, density=0.1, format="csr", random_state=0,
+                  data_rvs=np.random.default_rng(0).standard_normal)
+    center, scale = robust_clip_statistics(S)
+    assert np.all(center == 0)
+    mapped = robust_clip(S, center, scale)
+    assert sp.issparse(mapped)
+    np.testing.assert_array_equal(mapped.indptr, S.indptr)
+    np.testing.assert_array_equal(mapped.indices, S.indices)
+    dense = sp.random(200, 30, density=0.9, format="csr", random_state=0)
+    dense.data += 1.0
+    center, scale = robust_clip_statistics(sp.csr_array(dense))
+    out = robust_clip(sp.csr_array(dense), center, scale)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, robust_clip(dense.toarray(), center,
+                                                   scale))
+
+
+def test_sparse_fit_equals_the_dense_copys_fit():
+    """A default fit on sparse X is the fit on its dense copy, and predicts
+    the same on sparse and dense rows."""
+    S = sparse_heavy_data(200)
+    X = S.toarray()
+    y = np.sin(X[:, 0]) + X[:, 4] + 0.3 * X[:, 2]
+    kw = dict(n_hidden=8, max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = GGNScoreRegressor(**kw).fit(S, y)
+        b = GGNScoreRegressor(**kw).fit(X, y)
+        c = GGNScoreClassifier(**kw).fit(S, y > 0.5)
+        d = GGNScoreClassifier(**kw).fit(X, y > 0.5)
+    np.testing.assert_array_equal(a.input_center_, b.input_center_)
+    np.testing.assert_allclose(a.input_scale_, b.input_scale_, rtol=1e-12)
+    np.testing.assert_allclose(a.predict(S), b.predict(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.predict(X), a.predict(S), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c.predict_proba(S), d.predict_proba(X), atol=1e-9)
+
+
+def test_sparse_first_partial_fit_chunk_sets_the_map():
+    """partial_fit on sparse chunks: the first chunk's statistics, a column
+    constant in it centered and not scaled, as for the dense chunks."""
+    S = sparse_heavy_data(120)
+    X = S.toarray()
+    y = X[:, 0] + X[:, 4]
+    a = GGNScoreRegressor(n_hidden=5, random_state=0)
+    b = GGNScoreRegressor(n_hidden=5, random_state=0)
+    for rows in (slice(0, 60), slice(60, 120)):
+        a.partial_fit(S[rows], y[rows])
+        b.partial_fit(X[rows], y[rows])
+    np.testing.assert_array_equal(a.input_center_, b.input_center_)
+    np.testing.assert_allclose(a.input_scale_, b.input_scale_, rtol=1e-12)
+    assert a.input_scale_[3] == 1.0  # the empty column
+    np.testing.assert_allclose(a.hidden_weights_, b.hidden_weights_,
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_callable_scoring_sees_the_rows_as_given():
@@ -313,14 +403,19 @@ def test_inputs_near_the_largest_float_fit_by_default():
 
 def test_scale_warnings_name_the_input_map():
     """Without the map, the warnings about extreme or unscaled inputs name
-    it as the first remedy (dense X), and say that sparse X is passed as
-    given."""
+    it as the first remedy, for dense and sparse X; with it (the default),
+    sparse X is mapped too and there is nothing to warn about."""
     X = heavy_data(100)
     with pytest.warns(UserWarning, match="input_transform='robust_clip'"):
         GGNScoreRegressor(n_hidden=4, max_iter=2, input_transform=None).fit(
             X, X[:, 0])
     S = sp.csr_array(np.abs(X[:, [1, 4]]) * 1e3)
-    with pytest.warns(UserWarning, match="sparse X is passed to the network"):
+    with pytest.warns(UserWarning, match="input_transform='robust_clip'"):
+        GGNScoreRegressor(n_hidden=4, max_iter=2, input_transform=None).fit(
+            S, X[:, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         GGNScoreRegressor(n_hidden=4, max_iter=2).fit(S, X[:, 0])
 
 

@@ -193,3 +193,40 @@ def test_cached_kernels_are_stamped_with_every_package_source(monkeypatch,
         assert _config._package_stamp() != before
     finally:
         _config._package_stamp.cache_clear()
+
+
+STAMP = """
+import os, sys
+from sklearn_ggn import _config
+locator = _config.cache_locator()
+print("STAMPED", locator.get_source_stamp() == _config._package_stamp())
+print("PATH", os.path.realpath(locator.get_cache_path()))
+"""
+
+
+@pytest.mark.parametrize("numba_cache_dir", [True, False])
+def test_kernels_keep_the_package_stamp_wherever_they_are_cached(
+        tmp_path, numba_cache_dir):
+    """With ``NUMBA_CACHE_DIR`` set the kernels are cached there, still
+    stamped with every source of the package (numba's own locator for that
+    variable would stamp them with their own file only); without it, in the
+    package's per-user directory."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NUMBA_", "SKLEARN_GGN_", "XDG_"))}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=str(Path(sklearn_ggn.__file__).parent.parent))
+    if numba_cache_dir:
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    out = _run([sys.executable, "-c", STAMP], env, tmp_path)
+    assert "STAMPED True" in out
+    path = out.split("PATH", 1)[1].split()[0]
+    expected = tmp_path / ("numba" if numba_cache_dir else "xdg")
+    assert Path(path).is_relative_to(expected.resolve() / "sklearn_ggn")
+    # the package's own kernels are found by the same locator
+    from numba.core.caching import FunctionCache
+
+    from sklearn_ggn import _activations
+    kernel = next(f for f in vars(_activations).values()
+                  if hasattr(f, "py_func") and getattr(f, "_cache", None))
+    assert type(FunctionCache(kernel.py_func)._impl.locator).__name__ in (
+        "PackageCacheLocator",)

@@ -494,6 +494,36 @@ def test_last_layer_gram_is_the_sum_over_explicit_rows(K, fit_intercept):
                                Jt.T @ Jt, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("K", [1, 4])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_posterior_gauss_newton_is_the_sum_over_explicit_rows(
+        K, fit_intercept, sparse, monkeypatch):
+    """The posterior's J̃ᵀJ̃ (syrk over blocks of explicit rows; one row per
+    block here, so the blocks' boundaries count) against the plain product
+    of the explicit Jacobian and against the step's Kronecker form."""
+    import scipy.sparse as sps
+    from test_numerics import make_problem
+
+    from sklearn_ggn import _laplace
+
+    net, theta, _, X, _, _ = make_problem(K=K, b=23, d=4, n=6,
+                                          fit_intercept=fit_intercept)
+    X[np.abs(X) < 0.5] = 0.0
+    Xa = net.augment(sps.csr_matrix(X) if sparse else X)
+    A = np.random.default_rng(5).standard_normal((23, K, K))
+    J = _laplace.jacobian_rows(net, theta, net.augment(X))
+    Jt = np.einsum("kcr,kcp->krp", A, J).reshape(23 * K, -1)
+    monkeypatch.setattr(_laplace, "_BLOCK_BYTES", 1)
+    ours = _laplace.gauss_newton_rows(net, theta, Xa, A)
+    np.testing.assert_allclose(ours, Jt.T @ Jt, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(ours, ours.T)
+    cache = net.forward(theta, net.augment(X))
+    step = net.gauss_newton_matrix(theta, cache,
+                                   net.sensitivities(theta, cache, A), A)
+    np.testing.assert_allclose(ours, step, rtol=1e-12, atol=1e-12)
+
+
 def test_a_fit_without_residual_degrees_of_freedom_warns():
     """One row: the fit interpolates it, σ̂² is its zero residual and every
     predictive std is ~1e-154; that says nothing of the noise, and says so."""

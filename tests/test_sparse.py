@@ -11,7 +11,8 @@ from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 from sklearn.pipeline import make_pipeline
 from test_numerics import make_problem
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _memory, _network
+from sklearn_ggn import (GGNScoreClassifier, GGNScoreRegressor, _inputs, _memory,
+                         _network)
 from sklearn_ggn._losses import LOSSES
 
 WEIGHTS = ("hidden_weights_", "output_weights_", "hidden_intercept_",
@@ -137,7 +138,7 @@ def test_sparse_fit_equals_dense_fit(Est, kwargs, n_classes, batch_size, fmt,
     X, Xd, y = sparse_data()
     if Est is GGNScoreClassifier:
         y = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
-    # (sparse X is passed to the network as given; the dense copy too here)
+    # (the network sees X as given, sparse or dense)
     est = Est(n_hidden=12, max_iter=4, tol=0, batch_size=batch_size,
               linear_solver=linear_solver, random_state=0, input_transform=None,
               **kwargs)
@@ -180,8 +181,8 @@ def test_float32_sparse_input_stays_float32():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         est.fit(X.astype(np.float32), y)
-        ref = GGNScoreRegressor(n_hidden=8, max_iter=3, tol=0, random_state=0,
-                                input_transform=None).fit(Xd.astype(np.float32), y)
+        ref = GGNScoreRegressor(n_hidden=8, max_iter=3, tol=0, random_state=0
+                                ).fit(Xd.astype(np.float32), y)
     assert est.hidden_weights_.dtype == np.float32
     assert est.predict(X.astype(np.float32)).dtype == np.float32
     np.testing.assert_allclose(est.hidden_weights_, ref.hidden_weights_, rtol=1e-3,
@@ -226,3 +227,48 @@ def test_text_pipeline_with_hashing_vectorizer():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(docs, labels)
     assert clf.score(docs_test, labels_test) > 0.9
+
+
+# ------------------------------------------------------------------ the map
+@pytest.mark.slow
+def test_default_fit_on_csr_digits_is_the_dense_fit():
+    """The default input map on sparse X: digits as CSR (a third of its
+    columns have a nonzero median and are stored in full) fits and predicts
+    as its dense copy."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    S = sp.csr_matrix(X)
+    a = GGNScoreClassifier(random_state=0).fit(S, y)
+    b = GGNScoreClassifier(random_state=0).fit(X, y)
+    assert np.abs(a.predict_proba(S) - b.predict_proba(X)).max() <= 1e-8
+
+
+@pytest.mark.parametrize("Est", [GGNScoreClassifier, GGNScoreRegressor])
+def test_default_fit_on_a_sparse_one_hot_table_is_the_dense_fit(Est):
+    """OneHotEncoder's sparse output: the columns of rare levels (median 0)
+    are mapped on their stored values, a level in most rows (median 1) is
+    stored in full; the model is the dense copy's."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    n = 800
+    C = np.column_stack([rng.integers(0, k, n) for k in (2, 3, 5, 8, 20)]
+                        + [rng.choice(3, n, p=[0.7, 0.2, 0.1])])
+    signal = C[:, 0] + 0.5 * C[:, 1] + (C[:, 3] % 3 == 0) - (C[:, 5] == 0)
+    S = OneHotEncoder().fit_transform(C).tocsr()
+    X = S.toarray()
+    y = signal + 0.5 * rng.standard_normal(n)
+    if Est is GGNScoreClassifier:
+        y = (y > np.median(y)).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = Est(random_state=0).fit(S, y)
+        b = Est(random_state=0).fit(X, y)
+    assert np.count_nonzero(a.input_center_) >= 1  # a level in most rows
+    assert sp.issparse(_inputs.robust_clip(S, a.input_center_, a.input_scale_))
+    if Est is GGNScoreClassifier:
+        ours, ref = a.predict_proba(S), b.predict_proba(X)
+    else:
+        ours, ref = a.predict(S), b.predict(X)
+    assert np.abs(ours - ref).max() <= 1e-8
