@@ -28,6 +28,7 @@ PARAMETERS = """
         one makes the penalty a ridge. ``"auto"`` is ``1/κ(n)`` (√n with the
         NTK scaling), the paper's recommended ``c/κ(n)`` with c = 1. Tune it
         with ``tau`` by ``GridSearchCV`` (e.g. ``0.1·√n`` to ``10·√n``).
+        See :ref:`default-mu`.
 
     tau : float, "auto" or "evidence", default="auto"
         Strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. ``"auto"``:
@@ -37,7 +38,7 @@ PARAMETERS = """
         cross-validation of the problem linearized at the initial weights
         (``tau_path_``); sample weights count as rows. ``"evidence"``: as
         ``"auto"``, the marginal likelihood in place of GCV. The value used
-        is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`defaults`.
+        is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`default-tau`.
 
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
@@ -51,13 +52,14 @@ PARAMETERS = """
         ``max(τ, min(0.01, 10/n))`` and adapts as Levenberg-Marquardt's,
         never below τ. ``"tau"``: the paper's ``H = τ ḡ''``. A float c:
         ``H = c ḡ''`` (1.0 is the authors' code). ``"auto"``: ``"tau"`` in
-        full batch, 1.0 on mini-batches. See :ref:`damping`.
+        full batch, 1.0 on mini-batches. See :ref:`default-damping`.
 
     line_search : "auto" or bool, default="auto"
         Armijo backtracking (halving, c = 1e-4) from the adaptive α on the
         batch objective. ``"auto"``: on in full batch and for the exact step
         (``hessian="diagonal"``), off on the structured step's mini-batches,
-        whose adaptive damping judges every step on the next batch.
+        whose adaptive damping judges every step on the next batch. See
+        :ref:`default-line-search`.
 
     linear_solver : {"auto", "dual", "primal"}, default="auto"
         The form of the Gauss-Newton system: ``"dual"`` (Woodbury / kernel
@@ -81,7 +83,7 @@ PARAMETERS = """
         else 128 per batch; for the exact step: full batch while
         ``n_samples · n_outputs ≤ 1024``, else ``256 // n_outputs``.
         ``partial_fit`` always takes the mini-batches. The size used is
-        ``batch_size_``.
+        ``batch_size_``. See :ref:`default-batch-size`.
 
     max_iter : int, default=100
         Maximum number of iterations (full batch) or epochs (mini-batch).
@@ -102,7 +104,7 @@ PARAMETERS = """
         well above its minimum and the training risk for 3 epochs, its
         score no better, the model is refit on all rows for the epochs that
         scored best; otherwise the rows join and the fit goes on. See
-        ``overfitting_watch_`` and :ref:`overfitting-watch`. ``True``: stop
+        ``overfitting_watch_`` and :ref:`default-early-stopping`. ``True``: stop
         when the validation score (``X_val``, or a held-out split) stops
         improving and keep its best weights, as the MLP. ``False``: neither.
 
@@ -136,7 +138,7 @@ PARAMETERS = """
         ``"true_vs_rest"`` keeps the softmax curvature's part along the
         margin between the true class and the rest: one row per sample, the
         gradient exact. Other losses keep their exact Q. ``"auto"`` is
-        ``"true_vs_rest"``. See :ref:`structured-step`.
+        ``"true_vs_rest"``. See :ref:`default-curvature`.
 
     hessian : {"auto", "diagonal", "per_unit"}, default="auto"
         Structure of H. ``"diagonal"`` is ``λ_H ḡ''(θ)`` entry by entry (the
@@ -144,6 +146,7 @@ PARAMETERS = """
         unit's mean of that curvature, so that the Gram costs ``b²(d + n)``
         instead of ``b²·n·d``; the gradient stays exact. ``"auto"`` is
         ``"per_unit"``. :func:`~sklearn_ggn.paper_params` sets the paper's.
+        See :ref:`default-hessian`.
 
     scoring : str, callable or None, default=None
         The validation score that early stopping and the watch follow:
@@ -159,7 +162,7 @@ PARAMETERS = """
         from the first fit's rows and are kept by warm starts and
         ``partial_fit``. Sparse ``X`` gets its dense copy's map, kept sparse
         where a column's median is 0. None: ``X`` as given (the paper's
-        setting). See :ref:`user-guide-inputs`.
+        setting). See :ref:`default-input-transform`.
 """
 
 ATTRIBUTES = """

@@ -61,7 +61,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         The statistics (``target_mean_``, ``target_scale_``) come from
         ``fit`` or the first ``partial_fit`` and are kept by later
         ``partial_fit`` calls and warm starts. False: ``y`` as given (the
-        paper's setting).
+        paper's setting). See :ref:`default-standardize-target`.
 
     epsilon : float, default=1.35
         The threshold of ``loss="huber"``, in the units the network is
@@ -80,7 +80,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         only, the hidden layer held fixed), ``"auto"`` (the exact form of
         fewer flops while ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory
         fits, else ``"last_layer"``), or None (none). The one used is
-        ``uncertainty_``. See :ref:`uncertainty`.
+        ``uncertainty_``. See :ref:`default-uncertainty`.
 
     Attributes
     ----------
@@ -394,7 +394,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         of the fitted logits; ``"probit"``, the linearized Laplace
         predictive, each logit shrunk by its posterior variance ``v`` to
         ``f / sqrt(1 + π v / 8)`` (the ``"map"`` probabilities without a
-        posterior). ``predict`` always uses the fitted logits.
+        posterior). ``predict`` always uses the fitted logits. See
+        :ref:`default-predictive`.
 
     Attributes
     ----------
