@@ -289,7 +289,7 @@ def main(argv=None):
     _config._first_compile_noted = True  # (said here instead)
     if not cached:
         print("Compiling the numba kernels (no on-disk cache yet: a few "
-              "seconds, once).", flush=True)
+              "seconds, once for this copy of the package).", flush=True)
     limits = None
     if args.blas_threads > 0:
         limits = threadpool_limits(limits=args.blas_threads, user_api="blas")

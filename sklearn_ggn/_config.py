@@ -251,7 +251,8 @@ def kernels_cached():
 # one line on stderr.
 _first_compile_noted = False
 COMPILE_NOTE = ("sklearn_ggn: compiling the numba kernels on this first use "
-                "(a few seconds, once; cached on disk afterwards).")
+                "(a few seconds, once for this copy of the package; cached on "
+                "disk afterwards).")
 
 
 def note_first_compile():
