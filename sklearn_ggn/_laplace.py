@@ -259,35 +259,39 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         scale = _evidence_scale(lam, energy)
         D[first:] /= scale
     del spectrum
-    posterior = {"structure": structure, "D": D, "prior_scale": scale}
+    posterior = {"structure": structure, "D": D, "prior_scale": scale,
+                 **_factored(structure, data, D[first:], scale, batch.Xa, A)}
+    if logdet_fitted is not None:
+        posterior["logdet"] = logdet_fitted
+    return posterior
+
+
+
+def _factored(structure, data, Dpart, scale, Xa, A):
+    """The factor of ``B`` from ``data`` (the dual form's ``G``, else
+    ``J̃ᵀ J̃`` of the parameters ``Dpart`` weighs): ``"factor"`` (dual) or
+    ``"inverse"``, ``"logdet"``, ``"dof"`` and the dual form's rows."""
     if structure == "dual":
         m = data.shape[0]
         data /= scale
         data.flat[:: m + 1] += 1.0
         L = cholesky(data)
         inverse = _triangular_inverse(L)
-        posterior.update(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
-                         dof=float(m - np.sum(inverse * inverse)),
-                         Xa=_as64(batch.Xa.toarray() if sp.issparse(batch.Xa)
-                                  else batch.Xa),
-                         A=_as64(A))
-    else:
-        Dpart = D[first:]
-        data.flat[:: p + 1] += 1.0 / Dpart
-        L = cholesky(data)
-        inverse = _triangular_inverse(L)
-        # tr(J̃ B⁻¹ J̃ᵀ) = p − tr(B⁻¹ D⁻¹), diag(B⁻¹) = column sums of (L⁻¹)²;
-        # L⁻¹ is kept instead of L: a prediction's ‖L⁻¹ J(x)ᵀ‖² is then a
-        # triangular product (trmm), 1.7x faster than the solve with L
-        posterior.update(inverse=inverse,
-                         logdet=2.0 * float(np.sum(np.log(np.diag(L))))
-                         + float(np.sum(np.log(Dpart))),
-                         dof=float(p - np.sum(np.sum(inverse * inverse, axis=0)
-                                              / Dpart)))
-    if logdet_fitted is not None:
-        posterior["logdet"] = logdet_fitted
-    return posterior
-
+        return dict(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
+                    dof=float(m - np.sum(inverse * inverse)),
+                    Xa=_as64(Xa.toarray() if sp.issparse(Xa) else Xa),
+                    A=_as64(A))
+    p = Dpart.shape[0]
+    data.flat[:: p + 1] += 1.0 / Dpart
+    L = cholesky(data)
+    inverse = _triangular_inverse(L)
+    # tr(J̃ B⁻¹ J̃ᵀ) = p − tr(B⁻¹ D⁻¹), diag(B⁻¹) = column sums of (L⁻¹)²;
+    # L⁻¹ is kept instead of L: a prediction's ‖L⁻¹ J(x)ᵀ‖² is then a
+    # triangular product (trmm), 1.7x faster than the solve with L
+    return dict(inverse=inverse,
+                logdet=2.0 * float(np.sum(np.log(np.diag(L))))
+                + float(np.sum(np.log(Dpart))),
+                dof=float(p - np.sum(np.sum(inverse * inverse, axis=0) / Dpart)))
 
 def _triangular_inverse(L):
     """``L⁻¹`` of a lower-triangular factor by LAPACK's trtri (m³/3 flops;

@@ -387,10 +387,9 @@ def load_uci(name, data_home=None, *, download_if_missing=True):
 
     Notes
     -----
-    Sizes of the local files (train / test / features / classes):
-    pendigits 7494 / 3498 / 16 / 10, letter 10500 / 5000 / 16 / 26, avila
-    10430 / 10437 / 10 / 12 (the paper's table lists 11 inputs for avila; the
-    files have 10 features and the label).
+    Sizes (train / test / features / classes): pendigits 7494 / 3498 / 16 /
+    10, letter 10500 / 5000 / 16 / 26, avila 10430 / 10437 / 10 / 12 (the
+    paper lists 11 inputs for avila: the files' 10 features and the label).
 
     OpenML holds each dataset as one table: pendigits and avila are cut
     after their first 7494 / 10430 rows (the paper's split if OpenML kept
