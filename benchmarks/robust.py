@@ -162,11 +162,13 @@ def _report(first, huber):
                 continue
             fit = median([r["fit_s"] for r in runs])
             first_s = median([r["first_std_s"] for r in runs])
+            ratios = [r["first_std_s"] / r["fit_s"] for r in runs]
             rows.append([f"{label} ({runs[0]['version']})", runs[0]["structure"],
                          f"{fit:.2f}",
                          f"{first_s:.2f}",
                          f"{median([r['repeat_std_s'] for r in runs]):.2f}",
-                         f"{first_s / fit:.2f}"])
+                         f"{median(ratios):.2f} ({min(ratios):.2f}-"
+                         f"{max(ratios):.2f})"])
         lines += [
             f"## First `return_std` call: make_friedman1, {first['n_samples']} "
             "rows", "",
@@ -176,7 +178,8 @@ def _report(first, huber):
             "first; the two packages timed in turn). Baseline: "
             f"{first.get('baseline_label') or first.get('baseline') or '-'}.", "",
             md_table(["package", "structure", "fit [s]", "first return_std [s]",
-                      "repeat [s]", "first / fit"], rows), ""]
+                      "repeat [s]", "first / fit, per process: median (range)"],
+                     rows), ""]
     if huber:
         rows = []
         for name, res in huber.items():
