@@ -62,6 +62,10 @@ first_s = time.perf_counter() - t0
 t0 = time.perf_counter()
 est.predict(X, return_std=True)
 repeat_s = time.perf_counter() - t0
+import os
+expected = os.path.realpath(sys.argv[2])
+imported = os.path.realpath(os.path.dirname(os.path.dirname(sklearn_ggn.__file__)))
+assert imported == expected, "imported another copy of the package"
 print("RESULT", json.dumps({"fit_s": fit_s, "first_std_s": first_s,
                             "repeat_std_s": repeat_s,
                             "structure": est.uncertainty_,
@@ -75,9 +79,14 @@ def _first_std_once(n_samples, pythonpath):
     import subprocess
     import sys
 
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=pythonpath)
-    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples)],
-                         env=env, capture_output=True, text=True, check=True)
+    # (run from a neutral folder: "python -c" puts the working directory
+    # before PYTHONPATH, and the repository root holds this tree's package)
+    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples),
+                          pythonpath], env=env, capture_output=True, text=True,
+                         check=True, cwd=tempfile.gettempdir())
     return json.loads(out.stdout.split("RESULT", 1)[1])
 
 
