@@ -101,8 +101,9 @@ def first_std_cost(n_samples=20000, repeats=3, baseline=None):
     packages = {"this tree": here}
     if baseline:
         packages["baseline"] = str(Path(baseline).resolve())
-    out = {"n_samples": n_samples, "repeats": repeats, "baseline": baseline,
-           "runs": []}
+    # (the baseline's folder is this machine's: not recorded)
+    out = {"n_samples": n_samples, "repeats": repeats,
+           "baseline": bool(baseline), "runs": []}
     for path in packages.values():  # (untimed: fills the on-disk kernel cache)
         _first_std_once(2000, path)
     for r in range(repeats):
@@ -185,7 +186,7 @@ def _report(first, huber):
             f"the training rows; medians over {first['repeats']} repeats "
             "(one fresh process each, the kernels loaded by a small fit "
             "first; the two packages timed in turn). Baseline: "
-            f"{first.get('baseline_label') or first.get('baseline') or '-'}.", "",
+            f"{first.get('baseline_label') or ('given' if first.get('baseline') else '-')}.", "",
             md_table(["package", "structure", "fit [s]", "first return_std [s]",
                       "repeat [s]", "first / fit, per process: median (range)"],
                      rows), ""]
