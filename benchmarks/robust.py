@@ -161,7 +161,7 @@ def huber_uci(data_home, max_splits=3, fraction=0.05, shift=50.0):
 
 
 # ------------------------------------------------------------------ report
-def _report(first, huber):
+def _report(first, huber, huber_reused=False):
     lines = ["Command: `python -m benchmarks.robust --data-home DIR` (see the "
              "module's docstring).", ""]
     if first is not None:
@@ -215,7 +215,10 @@ def _report(first, huber):
             "at the defaults. Test RMSE on the clean test targets (units of "
             "y), mean over the splits, and the mean `target_scale_` of the "
             "corrupted fits (squared error: the standard deviation; Huber: "
-            "1.4826 × MAD).", "",
+            "1.4826 × MAD)."
+            + (" This table is taken from an earlier run of this script "
+               "(`--huber-from`); the load line above is this run's."
+               if huber_reused else ""), "",
             md_table(["set", "rows", "splits", "squared, clean", "Huber, clean",
                       "squared, corrupted", "Huber, corrupted",
                       "target_scale_ squared", "target_scale_ Huber"], rows), ""]
@@ -258,7 +261,7 @@ def main(argv=None):
             huber = huber_uci(args.data_home, args.splits)
         else:
             print("[robust] no UCI data folder: the Huber table is skipped")
-    body = _report(first, huber)
+    body = _report(first, huber, huber_reused=bool(args.huber_from))
     print(body)
     write_result(NAME, "uci", TITLE, stamp, monitor, body,
                  {"first_std": first, "huber": huber})
