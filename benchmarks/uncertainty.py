@@ -652,6 +652,8 @@ def _uci_report(results):
         lines += [f"### {title}", "", md_table(headers, rows), ""]
     rows = []
     for name in names:
+        if "ggn" not in summary[name]:  # (a run of the other models only)
+            continue
         g = summary[name]["ggn"]
         rows.append([name, ", ".join(g["structure"]), f"{g['fit_s']:.2f}",
                      f"{g['predict_s']:.2f}",
@@ -665,6 +667,8 @@ def _uci_report(results):
     checks = []
     for name in names:
         s = summary[name]
+        if "ggn" not in s:
+            continue
         g = s["ggn"]
         best_published = min(v[1] for v in UCI_PUBLISHED[name].values())
         checks.append([
