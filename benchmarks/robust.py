@@ -62,6 +62,10 @@ first_s = time.perf_counter() - t0
 t0 = time.perf_counter()
 est.predict(X, return_std=True)
 repeat_s = time.perf_counter() - t0
+import os
+expected = os.path.realpath(sys.argv[2])
+imported = os.path.realpath(os.path.dirname(os.path.dirname(sklearn_ggn.__file__)))
+assert imported == expected, "imported another copy of the package"
 print("RESULT", json.dumps({"fit_s": fit_s, "first_std_s": first_s,
                             "repeat_std_s": repeat_s,
                             "structure": est.uncertainty_,
@@ -75,9 +79,14 @@ def _first_std_once(n_samples, pythonpath):
     import subprocess
     import sys
 
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=pythonpath)
-    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples)],
-                         env=env, capture_output=True, text=True, check=True)
+    # (run from a neutral folder: "python -c" puts the working directory
+    # before PYTHONPATH, and the repository root holds this tree's package)
+    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples),
+                          pythonpath], env=env, capture_output=True, text=True,
+                         check=True, cwd=tempfile.gettempdir())
     return json.loads(out.stdout.split("RESULT", 1)[1])
 
 
@@ -92,8 +101,9 @@ def first_std_cost(n_samples=20000, repeats=3, baseline=None):
     packages = {"this tree": here}
     if baseline:
         packages["baseline"] = str(Path(baseline).resolve())
-    out = {"n_samples": n_samples, "repeats": repeats, "baseline": baseline,
-           "runs": []}
+    # (the baseline's folder is this machine's: not recorded)
+    out = {"n_samples": n_samples, "repeats": repeats,
+           "baseline": bool(baseline), "runs": []}
     for path in packages.values():  # (untimed: fills the on-disk kernel cache)
         _first_std_once(2000, path)
     for r in range(repeats):
@@ -151,7 +161,7 @@ def huber_uci(data_home, max_splits=3, fraction=0.05, shift=50.0):
 
 
 # ------------------------------------------------------------------ report
-def _report(first, huber):
+def _report(first, huber, huber_reused=False):
     lines = ["Command: `python -m benchmarks.robust --data-home DIR` (see the "
              "module's docstring).", ""]
     if first is not None:
@@ -162,11 +172,13 @@ def _report(first, huber):
                 continue
             fit = median([r["fit_s"] for r in runs])
             first_s = median([r["first_std_s"] for r in runs])
+            ratios = [r["first_std_s"] / r["fit_s"] for r in runs]
             rows.append([f"{label} ({runs[0]['version']})", runs[0]["structure"],
                          f"{fit:.2f}",
                          f"{first_s:.2f}",
                          f"{median([r['repeat_std_s'] for r in runs]):.2f}",
-                         f"{first_s / fit:.2f}"])
+                         f"{median(ratios):.2f} ({min(ratios):.2f}-"
+                         f"{max(ratios):.2f})"])
         lines += [
             f"## First `return_std` call: make_friedman1, {first['n_samples']} "
             "rows", "",
@@ -174,9 +186,10 @@ def _report(first, huber):
             f"the training rows; medians over {first['repeats']} repeats "
             "(one fresh process each, the kernels loaded by a small fit "
             "first; the two packages timed in turn). Baseline: "
-            f"{first.get('baseline_label') or first.get('baseline') or '-'}.", "",
+            f"{first.get('baseline_label') or ('given' if first.get('baseline') else '-')}.", "",
             md_table(["package", "structure", "fit [s]", "first return_std [s]",
-                      "repeat [s]", "first / fit"], rows), ""]
+                      "repeat [s]", "first / fit, per process: median (range)"],
+                     rows), ""]
     if huber:
         rows = []
         for name, res in huber.items():
@@ -202,7 +215,10 @@ def _report(first, huber):
             "at the defaults. Test RMSE on the clean test targets (units of "
             "y), mean over the splits, and the mean `target_scale_` of the "
             "corrupted fits (squared error: the standard deviation; Huber: "
-            "1.4826 × MAD).", "",
+            "1.4826 × MAD)."
+            + (" This table is taken from an earlier run of this script "
+               "(`--huber-from`); the load line above is this run's."
+               if huber_reused else ""), "",
             md_table(["set", "rows", "splits", "squared, clean", "Huber, clean",
                       "squared, corrupted", "Huber, corrupted",
                       "target_scale_ squared", "target_scale_ Huber"], rows), ""]
@@ -245,7 +261,7 @@ def main(argv=None):
             huber = huber_uci(args.data_home, args.splits)
         else:
             print("[robust] no UCI data folder: the Huber table is skipped")
-    body = _report(first, huber)
+    body = _report(first, huber, huber_reused=bool(args.huber_from))
     print(body)
     write_result(NAME, "uci", TITLE, stamp, monitor, body,
                  {"first_std": first, "huber": huber})

@@ -630,7 +630,10 @@ def _uci_report(results):
              "standard deviation of its training residuals as a constant std; "
              "GP: `GaussianProcessRegressor` (constant × ARD RBF + white "
              "noise, `normalize_y=True`) on the small sets; NGBoost: `NGBRegressor()` "
-             "defaults; MC dropout and deep ensembles: the published means.", ""]
+             "defaults; MC dropout and deep ensembles: the published means. "
+             "`splits`: how many of the set's fixed splits (the first ones) "
+             "the run took; the protocol takes all of them (20; 5 for "
+             "protein) and `--splits` caps them.", ""]
     for key, title, digits in (("rmse", "RMSE", 3), ("nll", "Gaussian NLL", 3),
                                ("coverage", "95 % interval coverage", 3)):
         headers = ["set", "rows", "splits", "GGN-SCORE", "MLP plug-in", "GP",
@@ -649,6 +652,8 @@ def _uci_report(results):
         lines += [f"### {title}", "", md_table(headers, rows), ""]
     rows = []
     for name in names:
+        if "ggn" not in summary[name]:  # (a run of the other models only)
+            continue
         g = summary[name]["ggn"]
         rows.append([name, ", ".join(g["structure"]), f"{g['fit_s']:.2f}",
                      f"{g['predict_s']:.2f}",
@@ -662,6 +667,8 @@ def _uci_report(results):
     checks = []
     for name in names:
         s = summary[name]
+        if "ggn" not in s:
+            continue
         g = s["ggn"]
         best_published = min(v[1] for v in UCI_PUBLISHED[name].values())
         checks.append([
@@ -732,6 +739,8 @@ class _MergedRuns:
 
     def markdown(self):
         return " ".join(
+            f"Run {i + 1} ({', '.join(sets)}): load not recorded (the run was "
+            "stopped after these sets)." if d.get("partial") else
             f"Run {i + 1} ({', '.join(sets)}): {d.get('wall_s', float('nan')):.0f} s, "
             f"1-min load average median {d.get('load1_median_during', float('nan')):.2f}, "
             f"other processes {d.get('other_processes_cores', float('nan')):.2f} cores."

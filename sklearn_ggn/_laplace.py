@@ -93,13 +93,14 @@ def jacobian_rows(network, theta, Xa, units=None):
     n_rest = n * K + K * network.fit_intercept
     last = units == "last_layer"
     p = n_rest if last else network.n_params
-    J = np.zeros((b, K, p), dtype=np.float64)
+    J = np.empty((b, K, p), dtype=np.float64)
     offset = 0 if last else network.n_hidden_params
+    J[:, :, offset:] = 0.0
     if not last:
-        # κ V_ic ρ'_ki x̂_kj
+        # κ V_ic ρ'_ki x̂_kj, written in place (a view of J's first columns)
         W = network.kappa * cache.rho_d[:, None, :] * V.T[None, :, :]  # (b, K, n)
-        J[:, :, :offset] = (W[:, :, :, None] * Xa[:, None, None, :]).reshape(
-            b, K, n * d_aug)
+        np.multiply(W[:, :, :, None], Xa[:, None, None, :],
+                    out=J[:, :, :offset].reshape(b, K, n, d_aug))
     scaled = network.kappa * cache.rho
     for c in range(K):
         J[:, c, offset + c:offset + n * K:K] = scaled
@@ -340,11 +341,11 @@ def output_variance(network, theta, posterior, Xa):
         J = jacobian_rows(network, theta, Xc, structure).reshape(-1, p)
         if structure != "dual":
             # J B⁻¹ Jᵀ = ‖L⁻¹ Jᵀ‖² column by column
-            if inverse is not None:
-                solved = dtrmm(1.0, inverse, J.T, lower=1)
+            if inverse is not None:  # (J is a temporary: overwritten)
+                solved = dtrmm(1.0, inverse, J.T, lower=1, overwrite_b=1)
             else:  # (a posterior stored with its factor L)
                 solved = solve_triangular(L, J.T, lower=True, check_finite=False)
-            out[rows] = np.sum(solved * solved, axis=0).reshape(-1, K)
+            out[rows] = np.einsum("pr,pr->r", solved, solved).reshape(-1, K)
             continue
         # k(x, x) − k(x)ᵀ (I + G)⁻¹ k(x), k(x) = J̃ D J(x)ᵀ
         JD = J * D
