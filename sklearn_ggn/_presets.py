@@ -57,7 +57,8 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
     With ``experiment`` the result is the published setting of one of the
     paper's experiments, ready for the estimator named below: the network
     (``n_hidden``, ``activation``, no biases, κ(n) = 1/√n), the batch size,
-    the budget ``max_iter`` with ``tol=0`` (every run takes its whole budget),
+    the budget ``max_iter`` with ``tol=0`` and ``n_iter_no_change=max_iter``
+    (every run takes its whole budget),
     μ = c/κ(n) = c·√n with the experiment's c, and for GGNScoreClassifier the
     squared loss on one-hot targets:
 
@@ -150,6 +151,7 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
         if setting["gd"] is None:
             raise ValueError(f"the paper runs no GD baseline in {experiment!r}.")
         params.update(max_iter=setting["gd"], learning_rate=1.0)
+    params["n_iter_no_change"] = params["max_iter"]
     if setting["regressor"]:
         params["standardize_target"] = False
     else:

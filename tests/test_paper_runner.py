@@ -120,6 +120,7 @@ def test_paper_params_experiments_build_estimators(experiment):
     cls = GGNScoreRegressor if "standardize_target" in params else GGNScoreClassifier
     est = cls(**params)
     assert est.fit_intercept is False and est.tol == 0.0
+    assert est.n_iter_no_change == est.max_iter
     assert est.mu == pytest.approx(
         {"pendigits": 0.001, "letter": 10.0, "avila": 10.0}.get(experiment, 1.0)
         * np.sqrt(est.n_hidden))
