@@ -60,7 +60,7 @@ What ``--full`` runs. The published setting of each experiment is
   curvature scale, seeds 0-2; ``paper_step``: ``damping="tau"``;
   ``mu_literal``: μ = c/√n; ``code_batch``: the authors' code's batch
   sizes (64 / 8 / 64); ``raw_features``: pendigits on its raw 0-100
-  features. Reported per run: T-I (sign agreement of the hidden
+  features; ``mu_large``: pendigits with letter's and avila's μ = 10·√n. Reported per run: T-I (sign agreement of the hidden
   pre-activations on the training inputs, the authors' code's measure),
   T-I counting a final a = 0 as unchanged (the paper's appendix), the
   authors' code's "incl." column, the same sign test on the entries of U,
@@ -178,6 +178,7 @@ def plan(mode):
     for method in ("ggn", "gd"):
         add("table2", "uci", 1, "raw_features", data="pendigits", method=method,
             seed=0)
+    add("table2", "uci", 1, "mu_large", data="pendigits", method="ggn", seed=0)
 
     # MNIST and teacher-student MNIST.
     g = s["mnist_grid"]
@@ -479,6 +480,8 @@ def _run_uci(run, data):
     if variant == "mu_literal":
         c = {"pendigits": 0.001}.get(name, 10.0)
         overrides["mu"] = c / math.sqrt(128)
+    if variant == "mu_large":  # letter's and avila's μ = 10·√n
+        overrides["mu"] = 10.0 * math.sqrt(128)
     params = _params("paper" if variant == "paper_step" else "authors", name,
                      **overrides)
     if data.scale["uci_epochs"]:
