@@ -68,8 +68,8 @@ What ``--full`` runs. The published setting of each experiment is
 
 Runs are ordered for evidence per hour: tier 0 gives every figure its ends
 and middle and Table 2 its pendigits and avila cells, tier 1 the ambiguity
-runs, pendigits' and avila's other seeds, letter and Figure 2, tier 2 the
-MNIST grids, tier 3 the coarse synthetic grids and letter's other seeds,
+runs, pendigits' and avila's other seeds, the teacher-student MNIST grids'
+ends and middle, letter and Figure 2, tier 2 the MNIST grids, tier 3 the coarse synthetic grids and letter's other seeds,
 tier 4 the rest of the 41 × 10 synthetic grids. ``--max-hours`` stops starting runs after that long, so a
 job ends before a deadline; the next invocation continues with the next run.
 """
@@ -194,7 +194,7 @@ def plan(mode):
                         continue
                     tier = {("mnist", "authors"): 0 if coarse else 2,
                             ("mnist", "paper"): 1 if coarse else 2,
-                            ("mnist_ts", "authors"): 2 if coarse else 3,
+                            ("mnist_ts", "authors"): 1 if coarse else 3,
                             ("mnist_ts", "paper"): 3}[exp_prefix, variant]
                     add(f"{exp_prefix}_{sweep}", exp_prefix, tier, variant,
                         **{sweep: value})
