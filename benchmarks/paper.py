@@ -346,9 +346,9 @@ class _Data:
     def uci(self, name):
         key = "uci_" + name
         if key not in self._cache:
-            from . import uci
+            from .uci import _load
 
-            self._cache[key] = uci._load(name, self.scale["uci_subset"])
+            self._cache[key] = _load(name, self.scale["uci_subset"])
         return self._cache[key]
 
 
