@@ -1,0 +1,143 @@
+"""The full-scale paper runner (``benchmarks/paper.py``) at smoke scale: it
+runs, resumes where it stopped, and reports; its T-I measure is a direct
+count of sign agreements; ``paper_params(experiment=...)`` builds every
+experiment's estimator."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, paper_params
+from sklearn_ggn.diagnostics import cardcal, time_invariance
+
+paper = pytest.importorskip("benchmarks.paper")
+
+
+def _ids(path):
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+def test_runner_resumes_and_reports(tmp_path):
+    out = tmp_path / "paper_quick.jsonl"
+    args = ["--quick", "--only", "fig1_tau", "fig2", "--out", str(out)]
+    assert paper.main(args + ["--max-runs", "3"]) == 0
+    first = _ids(out)
+    assert len(first) == 3
+    assert paper.main(args + ["--max-runs", "2"]) == 0
+    second = _ids(out)
+    # the first three are kept, the next two are new ones (nothing re-run)
+    assert second[:3] == first and len(set(second)) == 5
+    planned = [r["id"] for r in paper.plan("quick") if r["exp"] in ("fig1_tau", "fig2")]
+    assert second == planned[:5]  # in the plan's order
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["runs_done"] == 5
+    assert summary["runs_pending"] == len(planned) - 5 + sum(
+        1 for r in paper.plan("quick") if r["exp"] not in ("fig1_tau", "fig2"))
+    assert "Deviations" in out.with_suffix(".md").read_text()
+    line = json.loads(out.read_text().splitlines()[0])
+    assert np.isfinite(line["test_loss"]) and line["wall_s"] >= 0
+
+
+def test_full_plan_covers_the_paper():
+    runs = paper.plan("full")
+    assert len({r["id"] for r in runs}) == len(runs)
+    by_exp = {}
+    for r in runs:
+        by_exp.setdefault((r["exp"], r["variant"]), []).append(r)
+    # Figure 1: 41 values x 10 runs for the paper's step
+    assert len(by_exp["fig1_mu", "paper"]) == 410
+    assert len(by_exp["fig1_tau", "paper"]) == 410
+    # Figures 3-4: 7 values each, both curvature conventions
+    assert len(by_exp["mnist_mu", "authors"]) == 7
+    assert len(by_exp["mnist_tau", "paper"]) == 7
+    # Table 2: every dataset, GD and GGN-SCORE, several seeds
+    table = by_exp["table2", "table"]
+    assert {(r["data"], r["method"]) for r in table} == {
+        (d, m) for d in ("pendigits", "letter", "avila") for m in ("ggn", "gd")}
+    assert len(table) == 18
+    assert [r["tier"] for r in runs] == sorted(r["tier"] for r in runs)
+
+
+def _tiny_fit(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((30, 4))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(30) > 0).astype(int)
+    params = paper_params("authors", experiment="pendigits")
+    params.update(n_hidden=6, max_iter=3, batch_size=8, random_state=seed,
+                  store_initial_weights=True)
+    return GGNScoreClassifier(**params).fit(X, y), X
+
+
+def _direct_count(U0, U, X, zero_as_unchanged=False):
+    """Count sign agreements of a_ki = Σ_j U_ij x_kj entry by entry."""
+    same = 0
+    for x in X:
+        for u0, u in zip(U0, U, strict=True):
+            start = sum(float(a) * float(b) for a, b in zip(u0, x, strict=True))
+            end = sum(float(a) * float(b) for a, b in zip(u, x, strict=True))
+            sign = (start > 0) - (start < 0), (end > 0) - (end < 0)
+            same += sign[0] == sign[1] or (zero_as_unchanged and end == 0)
+    return 100.0 * same / (len(X) * len(U))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_time_invariance_is_the_direct_count():
+    est, X = _tiny_fit()
+    U0 = est.initial_weights_["hidden_weights"]
+    assert time_invariance(est, X) == pytest.approx(
+        _direct_count(U0, est.hidden_weights_, X), abs=1e-12)
+    # a unit whose weights end at exactly 0: its pre-activations end at 0
+    est.hidden_weights_ = est.hidden_weights_.copy()
+    est.hidden_weights_[2] = 0.0
+    assert time_invariance(est, X) == pytest.approx(
+        _direct_count(U0, est.hidden_weights_, X))
+    with_zero = time_invariance(est, X, zero_as_unchanged=True)
+    assert with_zero == pytest.approx(
+        _direct_count(U0, est.hidden_weights_, X, zero_as_unchanged=True))
+    assert with_zero - time_invariance(est, X) == pytest.approx(100 / 6)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_authors_column_adds_the_growth_of_zeros_of_u():
+    est, X = _tiny_fit(1)
+    U0 = est.initial_weights_["hidden_weights"]
+    est.hidden_weights_ = est.hidden_weights_.copy()
+    est.hidden_weights_[:, 0] = 0.0
+    grown = max((U0.size - cardcal(est.hidden_weights_.ravel()))
+                - (U0.size - cardcal(U0.ravel())), 0)
+    measured = paper._stability(est, X)
+    assert measured["ti"] == pytest.approx(time_invariance(est, X))
+    assert measured["ti_authors"] - measured["ti"] == pytest.approx(
+        100 * grown / (X.shape[0] * U0.shape[0]))
+
+
+@pytest.mark.parametrize("experiment", ["synthetic", "synthetic_gd", "mnist",
+                                        "mnist_teacher_student", "pendigits",
+                                        "letter", "avila"])
+def test_paper_params_experiments_build_estimators(experiment):
+    params = paper_params(experiment=experiment)
+    cls = GGNScoreRegressor if "standardize_target" in params else GGNScoreClassifier
+    est = cls(**params)
+    assert est.fit_intercept is False and est.tol == 0.0
+    assert est.n_iter_no_change == est.max_iter
+    assert est.mu == pytest.approx(
+        {"pendigits": 0.001, "letter": 10.0, "avila": 10.0}.get(experiment, 1.0)
+        * np.sqrt(est.n_hidden))
+    if experiment in ("synthetic_gd", "pendigits", "letter", "avila"):
+        gd = paper_params(experiment=experiment, solver="gd")
+        assert gd["solver"] == "gd" and gd["learning_rate"] == 1.0
+        assert gd["max_iter"] > params["max_iter"]
+    else:
+        with pytest.raises(ValueError, match="no GD baseline"):
+            paper_params(experiment=experiment, solver="gd")
+
+
+def test_paper_params_without_experiment_is_unchanged():
+    assert paper_params() == {
+        "damping": "tau", "batch_size": None, "mu": "auto", "tau": 1e-4,
+        "step_size": 0.95, "line_search": False, "scaling": "ntk",
+        "regularizer": "pseudo_huber", "curvature": "exact",
+        "hessian": "diagonal", "input_transform": None, "early_stopping": False}
+    with pytest.raises(ValueError, match="experiment"):
+        paper_params(experiment="cifar")
