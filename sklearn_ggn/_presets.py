@@ -44,75 +44,58 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
                  experiment=None, solver="ggn"):
     """Parameters for the paper's GGN-SCORE, without the practical defaults.
 
-    The estimators' defaults use extensions that make the method robust on
-    real data (adaptive damping on mini-batches, ``tau="auto"``, a merged
-    short last batch, a line search, robust scaling with smooth clipping of
-    the inputs, the overfitting watch of ``early_stopping="auto"``); these
-    parameters switch them off so
-    that every step is the paper's: a fixed curvature
-    scale, the step size ``α = min(1, ᾱ / (1 + M_g η))`` without backtracking,
-    μ = 1/κ(n) unless given, and every batch as cut (an explicit
-    ``batch_size`` never merges the last one).
+    They switch off the extensions that make the defaults robust on real
+    data (adaptive damping, ``tau="auto"``, merged short batches, the line
+    search, the input map, the overfitting watch), so that every step is the
+    paper's: a fixed curvature scale, ``α = min(1, ᾱ / (1 + M_g η))``
+    without backtracking, μ = 1/κ(n) unless given, every batch as cut.
 
-    With ``experiment`` the result is the published setting of one of the
-    paper's experiments, ready for the estimator named below: the network
-    (``n_hidden``, ``activation``, no biases, κ(n) = 1/√n), the batch size,
-    the budget ``max_iter`` with ``tol=0`` and ``n_iter_no_change=max_iter``
-    (every run takes its whole budget),
-    μ = c/κ(n) = c·√n with the experiment's c, and for GGNScoreClassifier the
-    squared loss on one-hot targets:
+    With ``experiment``, the published setting of one of the paper's
+    experiments: the network (``n_hidden``, ``activation``, no biases,
+    κ(n) = 1/√n), the batch size, the budget ``max_iter`` taken whole
+    (``tol=0``, ``n_iter_no_change=max_iter``), μ = c·√n, and for
+    GGNScoreClassifier the squared loss on one-hot targets:
 
-    =========================== ===================== ===== ======= ========
-    experiment                  estimator             n     batch   c in μ
-    =========================== ===================== ===== ======= ========
-    ``"synthetic"``             GGNScoreRegressor     500   full    1
-    ``"synthetic_gd"``          GGNScoreRegressor     500   full    1
-    ``"mnist"``                 GGNScoreClassifier    512   16      1
-    ``"mnist_teacher_student"`` GGNScoreRegressor     1024  16      1
-    ``"pendigits"``             GGNScoreClassifier    128   8       0.001
-    ``"letter"``                GGNScoreClassifier    128   64      10
-    ``"avila"``                 GGNScoreClassifier    128   64      10
-    =========================== ===================== ===== ======= ========
+    =========================== ===================== ===== ===== ===== =====
+    experiment                  estimator             n     batch c     budget
+    =========================== ===================== ===== ===== ===== =====
+    ``"synthetic"``             GGNScoreRegressor     500   full  1     1600
+    ``"synthetic_gd"``          GGNScoreRegressor     500   full  1     4000
+    ``"mnist"``                 GGNScoreClassifier    512   16    1     1
+    ``"mnist_teacher_student"`` GGNScoreRegressor     1024  16    1     1
+    ``"pendigits"``             GGNScoreClassifier    128   8     0.001 50
+    ``"letter"``                GGNScoreClassifier    128   64    10    50
+    ``"avila"``                 GGNScoreClassifier    128   64    10    50
+    =========================== ===================== ===== ===== ===== =====
 
-    Budgets: ``"synthetic"`` (the μ and τ sweeps of Figure 1) 1600 iterations,
-    which the paper does not state and the authors' code uses;
-    ``"synthetic_gd"`` (Figure 2) 4000 GGN-SCORE or 10000 GD iterations;
-    MNIST one epoch; the UCI sets 50 GGN-SCORE or 2000 GD epochs (the
-    authors' code). ReLU on MNIST and the UCI sets, SiLU elsewhere. The
-    paper prints the UCI μ as "0.001/√n" and "10/√n" and the MNIST μ as
-    "1/√n"; read as its notation for c/κ(n) (what the authors' code runs)
-    they are c·√n, the value given here; pass ``mu`` for the literal reading.
+    Budgets are iterations (full batch) or epochs (GD's: 10000 and 2000;
+    1600 and the UCI budgets are the authors' code's). The paper prints μ
+    as "c/√n": read as its notation for c/κ(n) (the authors' code) it is
+    c·√n; pass ``mu`` for the literal reading.
 
     Parameters
     ----------
     convention : {"paper", "authors"}, default="paper"
-        ``"paper"``: ``H = ∇²g = τ ḡ''(θ)`` as in the paper's equations;
-        ``"authors"``: ``H = ḡ''(θ)`` as the authors' code.
+        ``H = ∇²g = τ ḡ''(θ)`` as the paper's equations, or ``H = ḡ''(θ)``
+        as the authors' code.
     batch_size : int or None, default=None
-        Rows per step (None is full batch; the paper's MNIST and UCI runs use
-        16 or 64). With ``experiment``, None means the experiment's batch.
+        Rows per step (None: full batch, or the experiment's batch).
     mu : float or "auto", default="auto"
-        Smoothing μ (``"auto"`` is 1/κ(n), the paper's μ = c/κ with c = 1).
-        With ``experiment``, "auto" means the experiment's c·√n.
+        Smoothing μ ("auto": 1/κ(n), or the experiment's c·√n).
     tau : float, default=1e-4
         Regularization strength τ.
     experiment : str or None, default=None
-        One of the experiments in the table above, or None for the method's
-        parameters alone.
+        One of the experiments above, or None for the method alone.
     solver : {"ggn", "gd"}, default="ggn"
-        With ``experiment``: ``"gd"`` gives the paper's gradient-descent
-        baseline instead (learning rate 1 on the unregularized risk, the
-        same network, batches and data, GD's budget).
+        With ``experiment``, ``"gd"`` gives the paper's gradient-descent
+        baseline (learning rate 1, GD's budget).
 
     Returns
     -------
     params : dict
-        Keyword arguments for :class:`GGNScoreRegressor` or
-        :class:`GGNScoreClassifier`; add ``line_search=True`` for the
-        reference's Armijo backtracking (its ``ss_type=3``), and for the
-        regressor ``standardize_target=False`` to train on ``y`` as given
-        (the paper's teacher-student runs; the default standardizes it,
-        which rescales what a given τ means; ``experiment`` adds it).
+        Keyword arguments for the estimators; add ``line_search=True`` for
+        the reference's Armijo backtracking, and ``standardize_target=False``
+        to train a regressor on ``y`` as given (the experiments set it).
 
     Examples
     --------
@@ -125,11 +108,10 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
     >>> clf.n_hidden, clf.batch_size, clf.max_iter, round(clf.mu, 2)
     (512, 16, 1, 22.63)
     """
-    if convention not in _CONVENTIONS:
-        raise ValueError(f"convention={convention!r} is not one of "
-                         f"{sorted(_CONVENTIONS)}.")
-    if solver not in ("ggn", "gd"):
-        raise ValueError(f"solver={solver!r} is not one of ['gd', 'ggn'].")
+    for name, value, allowed in (("convention", convention, sorted(_CONVENTIONS)),
+                                 ("solver", solver, ["gd", "ggn"])):
+        if value not in allowed:
+            raise ValueError(f"{name}={value!r} is not one of {allowed}.")
     params = {**_CONVENTIONS[convention], "batch_size": batch_size, "mu": mu,
               "tau": tau, "step_size": 0.95, "line_search": False,
               "scaling": "ntk", "regularizer": "pseudo_huber",
@@ -137,6 +119,11 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
               "early_stopping": False}
     if experiment is None:
         return params
+    return _experiment_params(params, experiment, batch_size, mu, solver)
+
+
+def _experiment_params(params, experiment, batch_size, mu, solver):
+    """``params`` with the published setting of ``experiment``."""
     if experiment not in _EXPERIMENTS:
         raise ValueError(f"experiment={experiment!r} is not one of "
                          f"{sorted(_EXPERIMENTS)}.")
