@@ -61,10 +61,11 @@ def _fingerprint(model, X_te, y_te):
         pred = model.predict_proba(X_te)
     else:
         pred = model.predict(X_te)
-    weights = [getattr(est, name, None) for name in ("coefs_", "intercepts_")]
-    flat = [w for group in weights if group is not None for w in group]
+    weights = [getattr(est, name, None) for name in
+               ("hidden_weights_", "output_weights_", "hidden_intercept_",
+                "output_intercept_")]
     return {"score": score, "n_iter": int(getattr(est, "n_iter_", -1)),
-            "predictions": _digest(pred), "weights": _digest(*flat)}
+            "predictions": _digest(pred), "weights": _digest(*weights)}
 
 
 def panel_fits(home, seeds):
