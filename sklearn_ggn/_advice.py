@@ -37,10 +37,9 @@ COLLAPSED_NORM = 0.1
 TINY_STEP = 1e-2
 
 
-def _scaling_advice(X):
-    """The first remedy a scale warning names: the estimator's own input
-    map, dense or sparse X (these warnings fire only without it)."""
-    return "use input_transform='robust_clip' (the default), or "
+# the first remedy a scale warning names: the estimator's own input map
+# (these warnings fire only without it)
+_SCALING_ADVICE = "use input_transform='robust_clip' (the default), or "
 
 
 def unscaled_features(X):
@@ -76,7 +75,7 @@ def check_inputs(X, mapped):
         warnings.warn(
             f"X has values up to {x_max:.4g} in absolute value. Curvature-based "
             "steps are sensitive to extreme inputs (an outlying row can take "
-            f"a huge step): {_scaling_advice(X)}standardize with "
+            f"a huge step): {_SCALING_ADVICE}standardize with "
             "StandardScaler, and for heavy tails use RobustScaler or "
             "QuantileTransformer, or clip the features.", UserWarning)
     unscaled = None if mapped else unscaled_features(X)
@@ -84,7 +83,7 @@ def check_inputs(X, mapped):
         warnings.warn(
             f"The features of X are not standardized: {unscaled}. The "
             "initial weights and the curvature of the steps assume inputs "
-            f"of unit scale: {_scaling_advice(X)}standardize them, e.g. with "
+            f"of unit scale: {_SCALING_ADVICE}standardize them, e.g. with "
             "StandardScaler in a Pipeline.", UserWarning)
     return x_max, unscaled
 

@@ -36,7 +36,6 @@ from .engine import (
     GGNScoreSolver,
     GradientDescentSolver,
     NoImprovement,
-    OverfittingWatch,
     Problem,
     resolve_damping,
     step_structure,
@@ -263,8 +262,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         improves)."""
         return not is_classifier(self)
 
-    def _select_tau(self, network, X, Y, sample_weight, theta0, plan, rng,
-                    fresh_start):
+    def _select_tau(self, network, regularizer, X, Y, sample_weight, theta0, plan,
+                    rng, fresh_start):
         """``(τ, tau_path_)`` of ``tau="auto"`` in full batch: the τ ≥
         ``AUTO_TAU_MIN`` of :data:`~sklearn_ggn._tau.TAU_GRID` minimizing
         the plan's criterion on the problem linearized at θ0 (see
@@ -273,8 +272,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         objective)."""
         if not fresh_start and getattr(self, "tau_path_", None) is not None:
             return self.tau_, self.tau_path_
-        probe = Problem(network, self._loss_object(),
-                        REGULARIZERS[self.regularizer](plan.mu), plan.tau, X, Y,
+        probe = Problem(network, self._loss_object(), regularizer, plan.tau, X, Y,
                         sample_weight, regularized=False)
         # a copy: the subsample (more than MAX_GRAM_ROWS rows) does not move
         # the estimator's random stream
@@ -633,24 +631,28 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         if validation is not None:
             validation = self._mapped_validation(validation, target_attributes,
                                                  inputs, dtype, work)
+        regularizer = REGULARIZERS[self.regularizer](plan.mu)
         tau, fitted["tau_path_"] = plan.tau, None
         if plan.tau_rule == "select":
             tau, fitted["tau_path_"] = self._select_tau(
-                network, X, Y, sample_weight, theta0, plan, rng, fresh_start)
+                network, regularizer, X, Y, sample_weight, theta0, plan, rng,
+                fresh_start)
         fitted["tau_"] = tau
         if not incremental or first_call:
             _advice.check_width(self, network, self._step_structure(Y.shape[1]),
                                 X.shape[0], plan.batch_size)
-        problem = Problem(network, self._loss_object(),
-                          REGULARIZERS[self.regularizer](plan.mu), tau, X, Y,
+        problem = Problem(network, self._loss_object(), regularizer, tau, X, Y,
                           sample_weight, regularized=self.solver != "gd", Xa=Xa)
         penalty0 = float(problem.regularization(theta0)) if problem.regularized \
             else 0.0
         records = Records(self, reuse, plan.early_stopping)
-        rules = self._stopping_rules(plan, phase, records, theta0)
+        early = (EarlyStopping(self.tol, self.n_iter_no_change, theta0,
+                               records.best_validation_score,
+                               records.validation_scores)
+                 if plan.early_stopping else None)
+        rules = (early,) if early else (phase.watch,) if phase.watch else ()
         solver = self._make_solver(problem, plan, rules)
-        # (the epochs' reconstructions for scikit-learn's callbacks: the
-        # weights, the input and target maps, no posterior)
+        # (callbacks reconstruct weights and input/target maps, no posterior)
         monitor = Monitor(self, network, problem.loss, validation, records, theta0,
                           solver.max_iter, callback_rows, dtype,
                           {**target_attributes, **inputs,
@@ -664,14 +666,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             state.new_objective()
         result = solver.solve(problem, theta0, rng, monitor, state,
                               time_offset=records.elapsed)
-        theta = rules[0].best_theta if plan.early_stopping else result.theta
-        if plan.early_stopping:
-            records.best_validation_score = rules[0].best_score
+        theta = early.best_theta if early else result.theta
         monitor.close(result, theta)
         _advice.check_finite(problem, result, theta)
         fitted.update({name + "_": value for name, value
                        in self._weights(network, theta, dtype).items()})
-        fitted.update(records.attributes(result, plan.early_stopping))
+        fitted.update(records.attributes(result, early))
         # the Laplace posterior is computed on first use (_posterior), from
         # the rows and parameters this fit keeps in its cache
         fitted["_posterior_cache"] = posterior_cache(
@@ -703,17 +703,6 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         X, Xa = (network.augment_mapped(X, center, scale) if X.dtype == work
                  else (robust_clip(X, center, scale), None))
         return X, Xa, inputs, _advice.check_inputs(X, mapped=center is not None)
-
-    def _stopping_rules(self, plan, phase, records, theta0):
-        """The solver's stopping rules on validation data: early stopping's
-        (first), or the overfitting watch's."""
-        if plan.early_stopping:
-            return (EarlyStopping(self.tol, self.n_iter_no_change, theta0,
-                                  records.best_validation_score,
-                                  records.validation_scores),)
-        if phase.watch is not None:
-            return (phase.watch,)
-        return ()
 
     def _mapped_validation(self, validation, target_attributes, inputs, dtype,
                            work):

@@ -33,9 +33,10 @@ Three structures of B (all plain arrays, kept on the estimator):
   training inputs and the rows' curvature factors are kept, and k(x) is
   formed from them at prediction (in blocks of rows).
 * ``"primal"``: exact; the inverse of B's Cholesky factor (order p) is
-  kept, and nothing of the training data. ``J̃ᵀ J̃`` over all rows is built
-  from the explicit Jacobian by a symmetric rank-k update
-  (:func:`gauss_newton_rows`).
+  kept, and nothing of the training data. ``J̃ᵀ J̃`` over all rows is built,
+  for one output, from the explicit Jacobian by a symmetric rank-k update
+  (:func:`gauss_newton_rows`), for K outputs by the step's structured
+  product.
 * ``"last_layer"``: B restricted to the output weights and bias, the hidden
   layer held at θ* (its uncertainty is ignored): order ``(n + 1) K``,
   nothing of the training data.
@@ -150,9 +151,9 @@ def gauss_newton_rows(network, theta, Xa, A):
 
     The step's :meth:`TwoLayerNetwork.gauss_newton_matrix` forms the
     hidden-hidden block as ``Σ_k C_k ⊗ x̂_k x̂_kᵀ``, one GEMM of 2 b n² d̂²
-    flops that computes both triangles; over all training rows at once (the
-    posterior's b is every row, the step's a batch) the syrk of the explicit
-    rows does half the flops.
+    flops that computes both triangles; for one output the syrk of the
+    explicit rows does half those flops (with K outputs it does K/2 times
+    them: the posterior then takes the structured product).
 
     Parameters
     ----------
@@ -185,6 +186,22 @@ def gauss_newton_rows(network, theta, Xa, A):
     upper = np.triu_indices(p, 1)
     gn[upper] = gn.T[upper]
     return np.ascontiguousarray(gn)
+
+
+def _parameter_gram(network, theta, batch, evaluation, lin, A, last):
+    """``J̃ᵀ J̃`` of the primal form (of the last layer's parameters when
+    ``last``) over the rows of ``batch``."""
+    if last:
+        # (the last layer needs only ρ, from the evaluation: sparse rows
+        # stay sparse)
+        return _last_layer_gram(network, evaluation.cache.rho, A)
+    if network.n_outputs == 1:
+        # one row per sample: the syrk of the explicit rows does half the
+        # flops of the structured product
+        return gauss_newton_rows(network, theta, batch.Xa, A)
+    # K outputs: explicit rows would repeat the hidden block K times; the
+    # structured product forms it once
+    return lin.gauss_newton_matrix()
 
 
 def fit_posterior(problem, theta, structure, prior_scale="fitted"):
@@ -242,13 +259,7 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         spectrum = data
     else:
         Dpart = D[first:]
-        p = Dpart.shape[0]
-        if last:
-            # (the last layer needs only ρ, from the evaluation above:
-            # sparse rows stay sparse)
-            data = _last_layer_gram(network, evaluation.cache.rho, A)
-        else:
-            data = gauss_newton_rows(network, theta, batch.Xa, A)  # J̃ᵀ J̃
+        data = _parameter_gram(network, theta, batch, evaluation, lin, A, last)
         root = np.sqrt(Dpart)
         spectrum = root[:, None] * data * root[None, :]
     scale, logdet_fitted = 1.0, None

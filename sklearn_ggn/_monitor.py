@@ -45,11 +45,13 @@ class Records:
         for key, value in record.items():
             self.history.setdefault(key, []).append(value)
 
-    def attributes(self, result, early_stopping):
-        """The fitted attributes of the records."""
+    def attributes(self, result, early=None):
+        """The fitted attributes of the records (``early``: the solve's
+        ``engine.EarlyStopping``, which kept the validation scores)."""
         state = result.state
         objectives = self.history["objective"]
-        best_validation_score = self.best_validation_score
+        best_validation_score = (early.best_score if early is not None
+                                 else self.best_validation_score)
         if self.validation_scores is not None and not self.validation_scores:
             # stopped (diverged) before the first validation score
             best_validation_score = None
@@ -59,7 +61,7 @@ class Records:
                 "n_iter_": len(objectives) - self.earlier_iterations,
                 "t_": state.n_steps,
                 # as MLPClassifier: None when early stopping decided
-                "best_loss_": None if early_stopping else state.best_objective,
+                "best_loss_": None if early is not None else state.best_objective,
                 "validation_scores_": self.validation_scores,
                 # the held-out risk per iteration/epoch, next to the
                 # training objective of loss_curve_

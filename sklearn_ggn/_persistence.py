@@ -89,7 +89,7 @@ class PersistenceMixin:
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, dict):
             state = dict(state, _solver_state=solver_state_from_dict(solver_state))
-        if "_posterior_state" in state:  # stored by versions before 0.9.2
+        if "_posterior_state" in state:  # the posterior as older files store it
             state = dict(state)
             state["_posterior_cache"] = {"state": state.pop("_posterior_state"),
                                          "inputs": None}

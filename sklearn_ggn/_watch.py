@@ -53,6 +53,9 @@ def split(est, data, sample_weight, watch):
         counts = counts[counts > 0]
         if counts.min() < 2 or min(n_val, n_train) < counts.size:
             return None
+    # (the weights as given, in float64: the held-out rows' weights and the
+    # rows' count of tau="auto" are those of the fit without a watch, not
+    # of weights rounded to float32 X first)
     weights = _check_sample_weight(sample_weight, data.X, dtype=np.float64,
                                    ensure_non_negative=True)
     # One seed for the split, the watch and the refit: the refit starts from
