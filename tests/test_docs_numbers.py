@@ -115,6 +115,9 @@ def test_defaults_page_quotes_the_rules():
         # damping="adaptive"
         f"more than {d.reject_ratio:g}× worse is undone and λ "
         + ("tripled" if d.increase == 3.0 else f"× {d.increase:g}"),
+        f"stands more than {d.screen:g}× above the last batch's or the "
+        f"running mean of the batch objectives (weight "
+        f"{_strategies.SCREEN_WEIGHT:g})",
         f"by less than {_percent(d.stall)} (*slow*)",
         f"by less than {_percent(d.stall_first)} of the first epoch's",
         f"{five} small stalled epochs in a row end the fit",

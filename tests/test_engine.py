@@ -499,6 +499,54 @@ def test_adaptive_damping_undoes_a_step_that_hurts_the_next_batch():
     assert second.history[0]["damping"] >= min(lam, 0.1)
 
 
+def test_adaptive_damping_screen():
+    """A step passes the screen when the next batch's objective at the new θ
+    is within ``screen`` times both the last batch's and the running mean
+    (each observation capped at ``screen`` times the mean)."""
+    d = AdaptiveDamping(unit=1.0, screen=1.2)
+    assert not d.screened(0.1)  # nothing observed yet: test
+    d.observe(1.0)
+    assert d.screened(1.2) and not d.screened(1.21)
+    d.observe(100.0)  # an outlying batch moves the mean by 2 % only
+    assert d.running_objective == pytest.approx(1.0 + 0.1 * 0.2)
+    assert not d.screened(1.3)
+    d.observe(0.5)  # a falling objective: the last batch's counts at once
+    assert d.screened(0.6) and not d.screened(0.61)
+    assert d.accept(0.6, None) and d.lam == 0.1  # passed: decays to its floor
+    assert not AdaptiveDamping(unit=1.0, screen=None).screened(0.0)
+
+
+def test_screen_spares_the_previous_thetas_forward_pass():
+    """The screened solver evaluates the previous θ on far fewer batches
+    than the solver that tests every step, undoes the same steps, and ends
+    where it does."""
+    problem, _ = quadratic(n=400)
+    calls = {}
+    evaluate = problem.evaluate
+
+    def counting(theta, batch, with_deriv=True):
+        calls[key] += not with_deriv
+        return evaluate(theta, batch, with_deriv)
+
+    problem.evaluate = counting
+    results, rejected = {}, {}
+    for key, screen in (("tested", None), ("screened", 1.2)):
+        calls[key] = 0
+        damping = AdaptiveDamping(unit=1.0)
+        damping.screen = screen
+        solver = GGNScoreSolver(damping, AdaptiveStepSize(1.0), None, "dual",
+                                Batching(10, shuffle=True), max_iter=3)
+        results[key] = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+        rejected[key] = damping.n_rejected
+    # 3 epochs of 40 batches: 39 tests each (the first batch has no
+    # previous θ) and the last step's check on its own batch
+    assert calls["tested"] == 3 * 40
+    assert calls["screened"] < calls["tested"] / 2
+    assert rejected["screened"] == rejected["tested"] > 0
+    np.testing.assert_allclose(results["screened"].theta,
+                               results["tested"].theta, rtol=1e-12)
+
+
 def test_stall_thresholds_are_counted_in_steps_of_work():
     """The thresholds scale with the epoch's steps per ``work_steps``, for
     long epochs as for short ones: 0.5 % of the first objective is small

@@ -419,10 +419,15 @@ class Solver:
                 continue
             current = problem.evaluate(theta, batch)
             if adaptive and previous is not None:
-                old = problem.evaluate(previous, batch, False).objective
+                # (the previous θ's objective on this batch, a forward pass,
+                # only when this batch's objective at θ fails the screen)
+                old = (None if damping.screened(current.objective)
+                       else problem.evaluate(previous, batch, False).objective)
                 if not damping.accept(current.objective, old):
                     theta = previous  # undo the last step
                     current = problem.evaluate(theta, batch)
+            if adaptive:
+                damping.observe(current.objective)
             # θ is checked once: the epoch's first, then every step's own
             # (an undone step returns to a θ checked before); a pass over
             # the p parameters per step saved
@@ -617,5 +622,5 @@ def _settings(damping):
     rules."""
     names = ("unit", "increase", "decay", "reject_ratio", "stall", "patience",
              "stall_increase", "stall_first", "reference_rows", "work_steps",
-             "scale", "decrease", "tau")
+             "scale", "decrease", "tau", "screen")
     return tuple(getattr(damping, name, None) for name in names)

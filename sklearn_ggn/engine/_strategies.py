@@ -195,13 +195,25 @@ class AdaptiveDamping:
     stall_first : float, default=0.003
         Improvement, as a fraction of the first epoch's objective, below
         which an epoch stalls.
+    screen : float or None, default=SCREEN
+        The test needs the next batch's objective at the previous θ, a
+        forward pass of its own, only when the batch's objective at the new
+        θ stands more than ``screen`` times above the last batch's
+        objective or the running mean of the batch objectives (weight
+        :data:`SCREEN_WEIGHT`, each objective capped at ``screen`` times the
+        mean); below both the step is accepted as it is. None tests every
+        step.
     """
 
     adaptive = True
+    # (a state pickled without the screen tests every step)
+    screen = None
+    running_objective = last_objective = None
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
                  reject_ratio=1.5, stall=0.01, patience=5, stall_increase=1.5,
-                 stall_first=0.003, reference_rows=None, work_steps=None):
+                 stall_first=0.003, reference_rows=None, work_steps=None,
+                 screen=None):
         self.unit = float(unit)
         self.lam = self.floor = float(initial)
         self.increase = increase
@@ -218,6 +230,8 @@ class AdaptiveDamping:
         self.reference_rows = reference_rows
         self.work_steps = work_steps
         self.rows = None  # rows per step, set by the solver
+        self.screen = SCREEN if screen is None else screen
+        self.running_objective = self.last_objective = None
 
     @property
     def step_decay(self):
@@ -231,8 +245,37 @@ class AdaptiveDamping:
         """The ``λ_H = λ u`` of the next step."""
         return self.lam * self.unit
 
+    def screened(self, new_objective):
+        """Whether the last step passes without the previous θ's objective
+        on the next batch: that batch's objective at the new θ
+        (``new_objective``) is within ``screen`` times the running mean and
+        the last batch's objective (which follow a falling objective
+        without lag)."""
+        mean = self.running_objective
+        return (self.screen is not None and mean is not None
+                and new_objective <= self.screen * min(mean, self.last_objective))
+
+    def observe(self, objective):
+        """Add a batch's objective at the θ of its step to the running mean,
+        capped at ``screen`` times the mean: an outlying batch (or a bad
+        step) raises the mean by a few per cent at most, and the batches
+        after it are tested."""
+        mean = self.running_objective
+        self.last_objective = objective
+        if mean is None:
+            self.running_objective = objective
+            return
+        if self.screen is not None:
+            objective = min(objective, self.screen * mean)
+        self.running_objective = mean + SCREEN_WEIGHT * (objective - mean)
+
     def accept(self, new_objective, old_objective):
-        """Judge the last step on the next batch: True keeps it."""
+        """Judge the last step on the next batch: True keeps it.
+        ``old_objective`` None: the step passed the screen
+        (:meth:`screened`), and is kept."""
+        if old_objective is None:
+            self.lam = max(self.floor, self.lam * self.step_decay)
+            return True
         accepted, self.lam = damping_rule(
             float(new_objective), float(old_objective), float(self.lam),
             float(self.floor), float(self.increase), float(self.step_decay),
@@ -289,8 +332,12 @@ class AdaptiveDamping:
         epoch's objective, the thresholds' scale, are kept)."""
         self.last_epoch_objective = None
         self.stalls = 0
+        self.running_objective = self.last_objective = None
 
 
+# The adaptive damping's screen (AdaptiveDamping.screened; docs/defaults.rst)
+SCREEN = 1.2
+SCREEN_WEIGHT = 0.1
 # The adaptive damping of the structured step (see resolve_damping and
 # docs/defaults.rst for the measurements behind each value).
 STRUCTURED_INITIAL = 0.03
