@@ -110,7 +110,7 @@ def test_defaults_page_quotes_the_rules():
     text = " ".join((DOCS / "defaults.rst").read_text(encoding="utf-8").split())
     d = AdaptiveDamping(unit=1.0)
     trust = TrustDamping(1e-4, 0.01)
-    five = {5: "five"}.get(d.patience, str(d.patience))
+    five = {3: "three", 5: "five"}.get(d.patience, str(d.patience))
     quoted = [
         # damping="adaptive"
         f"more than {d.reject_ratio:g}× worse is undone and λ "

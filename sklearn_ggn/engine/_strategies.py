@@ -188,8 +188,8 @@ class AdaptiveDamping:
     reject_ratio : float, default=1.5
     stall : float, default=0.01
         Relative improvement below which an epoch stalls.
-    patience : int, default=5
-        Stalled epochs in a row that end the fit.
+    patience : int, default=3
+        Small-progress epochs in a row that end the fit.
     stall_increase : float, default=1.5
         Factor on the floor after a stalled epoch.
     stall_first : float, default=0.003
@@ -211,7 +211,7 @@ class AdaptiveDamping:
     running_objective = last_objective = None
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
-                 reject_ratio=1.5, stall=0.01, patience=5, stall_increase=1.5,
+                 reject_ratio=1.5, stall=0.01, patience=3, stall_increase=1.5,
                  stall_first=0.003, reference_rows=None, work_steps=None,
                  screen=None):
         self.unit = float(unit)
