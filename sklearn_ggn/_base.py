@@ -246,9 +246,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         return None
 
     def _selects_tau(self):
-        """Whether ``tau="auto"`` is chosen by a criterion in full batch
-        (validated for the squared error of the regressor; elsewhere the
-        rule)."""
+        """Whether ``tau="auto"`` is chosen by GCV in full batch (validated
+        for the squared error of the regressor; elsewhere the rule)."""
         return False
 
     def _full_batch_regression(self):

@@ -34,10 +34,11 @@ PARAMETERS = """
         Strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. ``"auto"``:
         ``max(1e-4, 1/n_samples)`` on mini-batches (1e-4 for
         ``partial_fit``); in full batch ``min(0.01, 10/n_samples)``, which
-        the squared-error regressor refines by the marginal likelihood
-        (evidence) of the problem linearized at the initial weights, over
-        1e-6 to 1 (``tau_path_``); sample weights count as rows.
-        ``"evidence"``: the same as ``"auto"``. The value used is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`default-tau`.
+        the squared-error regressor refines by the generalized
+        cross-validation of the problem linearized at the initial weights
+        (``tau_path_``); sample weights count as rows. ``"evidence"``: as
+        ``"auto"``, the marginal likelihood in place of GCV. The value used
+        is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`default-tau`.
 
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].

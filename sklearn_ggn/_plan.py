@@ -32,10 +32,9 @@ AUTO_TAU_MINI_BATCH = 1e-4
 # tau="auto" on mini-batches: the penalty weighs as much as this many samples
 AUTO_TAU_MINI_BATCH_SAMPLES = 1.0
 # tau="auto" selected by a criterion: its name for the squared error
-AUTO_TAU_CRITERION = "evidence"
-# tau="auto" selected by a criterion: the smallest τ it may choose (the
-# grid's smallest: no floor)
-AUTO_TAU_MIN = 1e-6
+AUTO_TAU_CRITERION = "gcv"
+# tau="auto" selected by a criterion: the smallest τ it may choose
+AUTO_TAU_MIN = 1e-4
 # early_stopping="auto": epochs of the overfitting watch
 WATCH_EPOCHS = 15
 # early_stopping="auto": a regressor's longest watch while it may memorize
