@@ -516,6 +516,23 @@ def test_adaptive_damping_screen():
     assert not AdaptiveDamping(unit=1.0, screen=None).screened(0.0)
 
 
+def test_damping_state_pickled_without_the_screen_tests_every_step():
+    """An adapted damping saved before the screen existed (no ``screen``,
+    running mean or last objective in its state) tests every step and
+    keeps its running mean, after a pickle round trip too."""
+    import pickle
+
+    d = AdaptiveDamping(unit=1.0)
+    for name in ("screen", "running_objective", "last_objective"):
+        del d.__dict__[name]
+    d = pickle.loads(pickle.dumps(d))
+    d.observe(1.0)
+    d.observe(2.0)
+    assert d.running_objective == pytest.approx(1.1)  # not capped
+    assert not d.screened(0.1)
+    assert d.accept(1.0, 1.0) and not d.accept(2.0, 1.0)
+
+
 def test_screen_spares_the_previous_thetas_forward_pass():
     """The screened solver evaluates the previous θ on far fewer batches
     than the solver that tests every step, undoes the same steps, and ends
