@@ -151,8 +151,9 @@ class AdaptiveDamping:
 
     ``H = λ u ḡ''(θ)`` with ``u = 1/ḡ''(0)`` (μ for both ℓ1 smoothers, 1 for
     ℓ2): tied to μ so that ``H ≈ λ`` near θ = 0 whatever μ is. After each step the solver
-    evaluates the *next* batch at the new θ (which it needs anyway) and at
-    the previous one:
+    evaluates the *next* batch at the new θ (which it needs anyway) and,
+    unless that objective passes the screen (:meth:`screened`), at the
+    previous one:
 
     * when the new θ makes that batch's objective more than
       ``reject_ratio`` times worse, the step is undone and ``λ ← increase·λ``
