@@ -157,7 +157,7 @@ def _sparse_statistics(X, sample_weight):
     std = np.sqrt((np.bincount(col, wt * np.square(data - mean[col]),
                                minlength=d) + zeros * mean**2) / total)
     # the extremes and indicators over all rows (the implicit zeros too)
-    full_cols = sp.csc_array(X)
+    full_cols = sub if step == 1 else sp.csc_array(X)
     nnz = np.diff(full_cols.indptr)
     fdata = full_cols.data.astype(np.float64)
     fcol = np.repeat(np.arange(d), nnz)
@@ -278,12 +278,10 @@ def _sparse_map(X, center, scale):
     stored = np.count_nonzero(kept[X.indices]) + n * centered.size
     if stored > _SPARSE_FILL * n * d:
         return None
-    out = X.copy()
+    out = X.copy()  # (its own data: mapped in place)
     out.sort_indices()
     columns = out.indices
-    values = out.data.copy()
-    _clip_values(values, scale.astype(dtype)[columns], dtype, values)
-    out.data = values
+    _clip_values(out.data, scale.astype(dtype)[columns], dtype, out.data)
     if centered.size == 0:
         return out
     # the centered columns, every row, through the dense map

@@ -278,7 +278,6 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
     return posterior
 
 
-
 def _factored(structure, data, Dpart, scale, Xa, A):
     """The factor of ``B`` from ``data`` (the dual form's ``G``, else
     ``J̃ᵀ J̃`` of the parameters ``Dpart`` weighs): ``"factor"`` (dual) or
@@ -304,6 +303,7 @@ def _factored(structure, data, Dpart, scale, Xa, A):
                 logdet=2.0 * float(np.sum(np.log(np.diag(L))))
                 + float(np.sum(np.log(Dpart))),
                 dof=float(p - np.sum(np.sum(inverse * inverse, axis=0) / Dpart)))
+
 
 def _triangular_inverse(L):
     """``L⁻¹`` of a lower-triangular factor by LAPACK's trtri (m³/3 flops;

@@ -273,12 +273,11 @@ class AdaptiveDamping:
     def accept(self, new_objective, old_objective):
         """Judge the last step on the next batch: True keeps it.
         ``old_objective`` None: the step passed the screen
-        (:meth:`screened`), and is kept."""
-        if old_objective is None:
-            self.lam = max(self.floor, self.lam * self.step_decay)
-            return True
+        (:meth:`screened`): the rule's test then holds, as against an
+        infinite objective at the previous θ, and λ decays."""
+        old = np.inf if old_objective is None else float(old_objective)
         accepted, self.lam = damping_rule(
-            float(new_objective), float(old_objective), float(self.lam),
+            float(new_objective), old, float(self.lam),
             float(self.floor), float(self.increase), float(self.step_decay),
             float(self.reject_ratio))
         self.n_rejected += not accepted
