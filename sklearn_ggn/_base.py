@@ -174,6 +174,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
         "scoring": [str, callable, None],
         "input_transform": [StrOptions({"robust_clip"}), None],
+        "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
     }
 
     @abstractmethod
@@ -182,7 +183,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
                  warm_start, verbose, store_initial_weights, curvature="auto",
-                 hessian="auto", scoring=None, input_transform="robust_clip"):
+                 hessian="auto", scoring=None, input_transform="robust_clip",
+                 compute_dtype="auto"):
         self.n_hidden = n_hidden
         self.activation = activation
         self.scaling = scaling
@@ -211,6 +213,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         self.hessian = hessian
         self.scoring = scoring
         self.input_transform = input_transform
+        self.compute_dtype = compute_dtype
 
     # ---------------------------------------------------------------- hooks
     @abstractmethod
@@ -417,7 +420,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             n_samples=X.shape[0], n_features=X.shape[1], n_outputs=n_outputs,
             rows_weight=rows_weight,
             train_weight=(float(np.sum(sample_weight)),
-                          float(np.sum(sample_weight.astype(X.dtype)))),
+                          float(np.sum(sample_weight.astype(np.float32)))),
             structure=self._step_structure(n_outputs),
             full_batch_rows=(_plan.AUTO_FULL_BATCH_ROWS
                              if self._full_batch_regression()
@@ -618,7 +621,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # A small full-batch fit computes in float64: its solves to
         # convergence amplify float32 rounding. The weights are returned in
         # X's dtype.
-        work = np.float64 if plan.float64_work else dtype
+        work = plan.work_dtype
         callback_rows = (X, y, sample_weight)  # as given to the callbacks
         X, Xa, inputs, (x_max, unscaled) = self._mapped_inputs(
             network, X, sample_weight, fresh_start, incremental, work)

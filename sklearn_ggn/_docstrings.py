@@ -163,6 +163,17 @@ PARAMETERS = """
         ``partial_fit``. Sparse ``X`` gets its dense copy's map, kept sparse
         where a column's median is 0. None: ``X`` as given (the paper's
         setting). See :ref:`default-input-transform`.
+
+    compute_dtype : {"auto", "float32", "float64"}, default="auto"
+        The floating-point type the training steps compute in. ``"auto"``:
+        float64 for a full batch of up to 1024 rows (its steps are solved
+        to convergence, where float32 rounding would add up), float32
+        otherwise (a mini-batch epoch costs about half as much; a step
+        whose estimated float32 error is too large is refined or computed
+        again in float64). ``"float32"``, ``"float64"``: every step in that
+        type. The fitted weights and the predictions are in ``X``'s dtype;
+        the posterior of ``return_std`` is computed in float64. See
+        :ref:`default-compute-dtype`.
 """
 
 ATTRIBUTES = """

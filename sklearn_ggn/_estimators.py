@@ -134,7 +134,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
-                 uncertainty="auto", input_transform="robust_clip"):
+                 uncertainty="auto", input_transform="robust_clip",
+                 compute_dtype="auto"):
         self.loss = loss
         self.standardize_target = standardize_target
         self.epsilon = epsilon
@@ -150,6 +151,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             random_state=random_state, warm_start=warm_start, verbose=verbose,
             store_initial_weights=store_initial_weights, curvature=curvature,
             hessian=hessian, scoring=scoring, input_transform=input_transform,
+            compute_dtype=compute_dtype,
         )
 
     def __sklearn_tags__(self):
@@ -439,7 +441,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, class_weight=None, uncertainty="auto",
-                 predictive="map", input_transform="robust_clip"):
+                 predictive="map", input_transform="robust_clip",
+                 compute_dtype="auto"):
         self.loss = loss
         self.class_weight = class_weight
         self.uncertainty = uncertainty
@@ -455,6 +458,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             random_state=random_state, warm_start=warm_start, verbose=verbose,
             store_initial_weights=store_initial_weights, curvature=curvature,
             hessian=hessian, scoring=scoring, input_transform=input_transform,
+            compute_dtype=compute_dtype,
         )
 
     # whether the last fit's y was a multilabel indicator matrix

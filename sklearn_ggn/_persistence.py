@@ -94,4 +94,6 @@ class PersistenceMixin:
             state["_posterior_cache"] = {"state": state.pop("_posterior_state"),
                                          "inputs": None}
             state.pop("_posterior_inputs", None)
+        if "compute_dtype" not in state:  # files written before the parameter
+            state = dict(state, compute_dtype="auto")
         super().__setstate__(state)

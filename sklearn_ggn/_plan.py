@@ -66,8 +66,8 @@ class DataSummary(NamedTuple):
         sample weights (class weights included) of all rows, frequencies of
         rows (the watch's fit on part of them counts them all).
     train_weight : tuple of float
-        The training rows' weight sum in float64 and in X's dtype: the
-        rows' count of the full-batch rule, in the dtype the fit computes in.
+        The training rows' weight sum in float64 and in float32: the rows'
+        count of the full-batch rule, in the dtype the fit computes in.
     structure : dict
         The step's structure (``engine.step_structure``; empty for the
         exact step and for gradient descent).
@@ -143,8 +143,9 @@ class FitPlan(NamedTuple):
         Whether a short last batch joins the one before (``"auto"`` only).
     full_batch : bool
         Whether every step sees all rows (never for ``partial_fit``).
-    float64_work : bool
-        Whether a float32 fit computes in float64 (small full batches).
+    work_dtype : type
+        The dtype the steps compute in (``compute_dtype``; under ``"auto"``
+        float64 for small full batches, else float32).
     tau_rule : {"given", "mini_batch", "samples", "select"}
         How τ is set: the parameter, the mini-batch value, ``10 / Σw``, or
         chosen from there by a criterion.
@@ -188,7 +189,7 @@ class FitPlan(NamedTuple):
     batch_size: int
     merge_short: bool
     full_batch: bool
-    float64_work: bool
+    work_dtype: type
     tau_rule: str
     tau: float
     tau_criterion: object
@@ -312,6 +313,17 @@ def watch_plan(params, data, structured):
     return WatchPlan(n_val=n_val, epochs=epochs, longest=longest, rise=rise)
 
 
+def _work_dtype(compute_dtype, data, full_batch):
+    """The dtype a fit's steps compute in: ``compute_dtype`` when given;
+    under ``"auto"``, float64 for a small full batch (solved to convergence,
+    its steps would amplify float32 rounding), else float32."""
+    if compute_dtype != "auto":
+        return np.float64 if compute_dtype == "float64" else np.float32
+    if full_batch and data.n_samples <= AUTO_FULL_BATCH_ROWS:
+        return np.float64
+    return np.float32
+
+
 def plan_fit(params, data, *, warn=True):
     """The :class:`FitPlan` of a fit.
 
@@ -340,8 +352,17 @@ def plan_fit(params, data, *, warn=True):
         tau_rule = "mini_batch"
     else:
         tau_rule = "select" if data.selects_tau else "samples"
-    float64_work = full_batch and n <= AUTO_FULL_BATCH_ROWS
-    train_weight = data.train_weight[0 if float64_work else 1]
+    work_dtype = _work_dtype(params.get("compute_dtype", "auto"), data, full_batch)
+    train_weight = data.train_weight[0 if work_dtype == np.float64 else 1]
+    if not 0.0 < train_weight < math.inf:
+        # (float64 weights that float32 cannot hold; the float64 sum is
+        # positive and finite, as validated)
+        raise ValueError(
+            f"The sample weights sum to {train_weight} in float32, the dtype "
+            "the steps compute in: they underflow or overflow it (their "
+            f"float64 sum is {data.train_weight[0]:.6g}). Rescale "
+            "sample_weight (a common factor does not change the fit's "
+            "weighting), or set compute_dtype='float64'.")
     tau, criterion = _tau(params, tau_rule, data, train_weight)
     line_search = params["line_search"]
     if line_search == "auto":
@@ -351,7 +372,7 @@ def plan_fit(params, data, *, warn=True):
     mu = resolve_mu(params)
     return FitPlan(
         batch_size=batch_size, merge_short=params["batch_size"] == "auto",
-        full_batch=full_batch, float64_work=float64_work,
+        full_batch=full_batch, work_dtype=work_dtype,
         tau_rule=tau_rule, tau=tau, tau_criterion=criterion, mu=mu,
         damping=params["damping"], damping_start=rule_tau(train_weight),
         curvature=curvature, hessian=hessian, structured=structured,

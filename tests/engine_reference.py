@@ -153,6 +153,9 @@ def fit_config(name):
     if cls is GGNScoreRegressor:  # the stored fits trained on y as given
         params = {"standardize_target": False, **params}
     X, y = data()
+    # the stored fits computed their steps in X's dtype
+    params = {"compute_dtype": "float64" if X.dtype == np.float64 else "auto",
+              **params}
     with threadpool_limits(1):
         est = _fit(cls(**{**COMMON, **params}), X, y, how)
     out = {"hidden_weights": est.hidden_weights_,

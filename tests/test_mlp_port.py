@@ -269,7 +269,9 @@ def test_partial_fit_regression():
     # run the 100 iterations of the 100 partial_fit calls, as MLP's
     # test_partial_fit_classification does. line_search=True on both:
     # "auto" backtracks in a full-batch fit but not on the mini-batches of a
-    # stream, and partial_fit is a stream.)
+    # stream, and partial_fit is a stream. compute_dtype="float64" on both:
+    # by default the full-batch fit of 200 rows computes in float64 and a
+    # stream in float32.)
     X = X_reg
     y = y_reg
 
@@ -282,6 +284,7 @@ def test_partial_fit_regression():
         tau=1e-4,
         damping="tau",
         line_search=True,  # as partial_fit's below (a stream: mini-batch rules)
+        compute_dtype="float64",
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -294,6 +297,7 @@ def test_partial_fit_regression():
         tau=1e-4,
         damping="tau",
         line_search=True,
+        compute_dtype="float64",
     )
     for i in range(100):
         reg.partial_fit(X, y)
