@@ -556,12 +556,45 @@ def test_screen_spares_the_previous_thetas_forward_pass():
         results[key] = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
         rejected[key] = damping.n_rejected
     # 3 epochs of 40 batches: 39 tests each (the first batch has no
-    # previous θ) and the last step's check on its own batch
-    assert calls["tested"] == 3 * 40
+    # previous θ), the last step's test on the epoch's first batch (θ and
+    # the previous θ) and, unless that undid it, its check on its own batch
+    assert 3 * 41 <= calls["tested"] <= 3 * 42
     assert calls["screened"] < calls["tested"] / 2
     assert rejected["screened"] == rejected["tested"] > 0
     np.testing.assert_allclose(results["screened"].theta,
                                results["tested"].theta, rtol=1e-12)
+
+
+@pytest.mark.parametrize("reject", [False, True])
+def test_an_epochs_last_step_is_judged_on_another_batch(reject):
+    """The last step of an epoch is judged as the others are, on the
+    epoch's first batch: undone when the test fails (the fit's last step
+    would otherwise stand unjudged)."""
+    problem, _ = quadratic(n=400)
+    judged = []
+
+    class Judge(AdaptiveDamping):
+        def accept(self, new_objective, old_objective):
+            judged.append(new_objective)
+            accepted = super().accept(new_objective, old_objective)
+            # the 40th judgement of a 40-batch epoch is its last step's
+            return accepted and not (reject and len(judged) == 40)
+
+    solver = GGNScoreSolver(Judge(unit=1.0), AdaptiveStepSize(1.0), None, "dual",
+                            Batching(10, shuffle=True), max_iter=1)
+    steps = []
+    step = solver.step
+
+    def recording(problem, theta, batch, current):
+        out = step(problem, theta, batch, current)
+        steps.append((theta.copy(), out.theta.copy()))
+        return out
+
+    solver.step = recording
+    result = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
+    assert len(judged) == 40 and len(steps) == 40
+    before, after = steps[-1]
+    np.testing.assert_array_equal(result.theta, before if reject else after)
 
 
 def test_stall_thresholds_are_counted_in_steps_of_work():

@@ -398,7 +398,7 @@ class Solver:
         weight)``."""
         objective_sum = risk_sum = alpha_sum = damping_sum = weight_total = 0.0
         stepped = 0.0
-        last = None
+        first = last = None
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
         if not self.epochs_are_passes and adaptive:
@@ -438,6 +438,7 @@ class Solver:
                 raise StepFailure("non-finite parameters")
             previous = theta
             theta = step.theta
+            first = batch if last is None else first
             last = batch
             weight = batch.weight
             objective_sum += current.objective * weight
@@ -447,6 +448,18 @@ class Solver:
             weight_total += weight
             stepped += weight
             state.n_steps += 1
+        if (adaptive and self.epochs_are_passes and previous is not None
+                and first is not last):
+            # The epoch's last step, judged as every other step is, on a
+            # batch it was not computed on: the epoch's first (the next
+            # epoch starts its own judging, and a fit's last step would
+            # otherwise stand unjudged).
+            judged = problem.evaluate(theta, first, False).objective
+            old = (None if damping.screened(judged)
+                   else problem.evaluate(previous, first, False).objective)
+            if not damping.accept(judged, old):
+                theta = previous  # undo the last step (θ checked before it)
+                last = None
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, None, state)
