@@ -45,10 +45,11 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
     """Parameters for the paper's GGN-SCORE, without the practical defaults.
 
     They switch off the extensions that make the defaults robust on real
-    data (adaptive damping, ``tau="auto"``, merged short batches, the line
-    search, the input map, the overfitting watch), so that every step is the
-    paper's: a fixed curvature scale, ``α = min(1, ᾱ / (1 + M_g η))``
-    without backtracking, μ = 1/κ(n) unless given, every batch as cut.
+    data or fast (adaptive damping, ``tau="auto"``, merged short batches,
+    the line search, the input map, the overfitting watch, float32
+    mini-batch steps), so that every step is the paper's, in float64: a
+    fixed curvature scale, ``α = min(1, ᾱ / (1 + M_g η))`` without
+    backtracking, μ = 1/κ(n) unless given, every batch as cut.
 
     With ``experiment``, the published setting of one of the paper's
     experiments: the network (``n_hidden``, ``activation``, no biases,
@@ -116,7 +117,7 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
               "tau": tau, "step_size": 0.95, "line_search": False,
               "scaling": "ntk", "regularizer": "pseudo_huber",
               "curvature": "exact", "hessian": "diagonal", "input_transform": None,
-              "early_stopping": False}
+              "early_stopping": False, "compute_dtype": "float64"}
     if experiment is None:
         return params
     return _experiment_params(params, experiment, batch_size, mu, solver)

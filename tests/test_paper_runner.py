@@ -138,6 +138,7 @@ def test_paper_params_without_experiment_is_unchanged():
         "damping": "tau", "batch_size": None, "mu": "auto", "tau": 1e-4,
         "step_size": 0.95, "line_search": False, "scaling": "ntk",
         "regularizer": "pseudo_huber", "curvature": "exact",
-        "hessian": "diagonal", "input_transform": None, "early_stopping": False}
+        "hessian": "diagonal", "input_transform": None, "early_stopping": False,
+        "compute_dtype": "float64"}
     with pytest.raises(ValueError, match="experiment"):
         paper_params(experiment="cifar")
