@@ -27,6 +27,9 @@ from ._strategies import grew
 # keep the caller's threads: the cap costs little when idle and saves 3-14x
 # when the machine is busy.
 SMALL_STEP_FLOPS = 1e9
+# Training rows (at most, evenly spaced) on which a mini-batch fit's last
+# step is judged (see GGNScoreSolver._judged_end).
+END_ROWS = 10_000
 
 
 def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
@@ -338,7 +341,33 @@ class Solver:
                           f"tol={self.stopping.tol} for "
                           f"{self.stopping.n_iter_no_change} consecutive iterations")
                 break
+        if status != "diverged" and not full_batch:
+            theta = self._judged_end(problem, theta)
         return SolverResult(theta, history, status, reason, self.form, state)
+
+    def _judged_end(self, problem, theta):
+        """θ at the end of a mini-batch fit: the fit's last step kept only
+        if it lowers the objective over the training rows.
+
+        The adaptive damping judges every step on the next batch, by a rule
+        lenient enough for the batches' noise, and the steps after a bad
+        one repair it; the fit's last step has neither. It is judged on the
+        training rows (at most :data:`END_ROWS`, evenly spaced: two forward
+        passes), and the fit returns the θ before it when it does not lower
+        their objective."""
+        last = getattr(self, "_last_step", None)
+        self._last_step = None
+        if last is None or last[1] is not theta:
+            return theta
+        previous = last[0]
+        n = problem.n_samples
+        rows = None if n <= END_ROWS else np.arange(0, n, -(-n // END_ROWS))
+        batch = problem.batch(rows)
+        if batch is None:
+            return theta
+        new = problem.evaluate(theta, batch, False).objective
+        old = problem.evaluate(previous, batch, False).objective
+        return theta if new <= old else previous
 
     # ---------------------------------------------------------- the loop
     def _check(self, objective, theta, state):
@@ -398,7 +427,7 @@ class Solver:
         weight)``."""
         objective_sum = risk_sum = alpha_sum = damping_sum = weight_total = 0.0
         stepped = 0.0
-        first = last = None
+        last = None
         adaptive = damping is not None and damping.adaptive
         previous = None  # θ before the last step, judged on the next batch
         if not self.epochs_are_passes and adaptive:
@@ -438,7 +467,6 @@ class Solver:
                 raise StepFailure("non-finite parameters")
             previous = theta
             theta = step.theta
-            first = batch if last is None else first
             last = batch
             weight = batch.weight
             objective_sum += current.objective * weight
@@ -448,23 +476,15 @@ class Solver:
             weight_total += weight
             stepped += weight
             state.n_steps += 1
-        if (adaptive and self.epochs_are_passes and previous is not None
-                and first is not last):
-            # The epoch's last step, judged as every other step is, on a
-            # batch it was not computed on: the epoch's first (the next
-            # epoch starts its own judging, and a fit's last step would
-            # otherwise stand unjudged).
-            judged = problem.evaluate(theta, first, False).objective
-            old = (None if damping.screened(judged)
-                   else problem.evaluate(previous, first, False).objective)
-            if not damping.accept(judged, old):
-                theta = previous  # undo the last step (θ checked before it)
-                last = None
         # The last step of the epoch is checked on its own batch.
         if last is not None:
             self._check(problem.evaluate(theta, last, False).objective, None, state)
         state.carry_step(previous if adaptive and not self.epochs_are_passes
                          else None, theta)
+        # the epoch's last step, for the judgement of the fit's end
+        self._last_step = ((previous, theta)
+                           if adaptive and self.epochs_are_passes
+                           and previous is not None else None)
         sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
         sums["stepped"] = stepped
         return theta, sums, weight_total
