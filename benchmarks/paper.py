@@ -727,10 +727,10 @@ def _markdown(summary, name):
                   + "; ".join(f"{k} {v}" for k, v in summary["table2_paper"].items()),
                   ""]
         rows = []
-        for name, variants in sorted(summary["table2"].items()):
+        for data, variants in sorted(summary["table2"].items()):
             for variant, methods in sorted(variants.items()):
                 for method, c in sorted(methods.items()):
-                    rows.append((name, variant, method, c["batch_size"],
+                    rows.append((data, variant, method, c["batch_size"],
                                  c["mu_used"], c["epochs"], len(c["seeds"]),
                                  c["ti"], c.get("ti_sd"), c["ti_zero"],
                                  c["ti_authors"], c["ti_weights"],
