@@ -15,7 +15,10 @@ so an interrupted run resumes where it stopped. ``--report`` (also run at the
 end of every invocation) computes ``paper_<mode>.json`` (the tables, the
 wall times, the pending runs and their projected cost), ``paper_<mode>.md``
 and the figures ``paper_<mode>.png`` and ``paper_<mode>.curves.png`` from the
-JSON lines alone. ``--quick`` runs every experiment on tiny sizes (seconds; a
+JSON lines alone; with ``--full`` (and the default ``--out``) it also writes
+the tables of ``docs/reproducing.rst`` as reStructuredText fragments in
+``docs/_paper/``, which the page includes (``--rst-dir`` writes them
+elsewhere). ``--quick`` runs every experiment on tiny sizes (seconds; a
 smoke test, its numbers mean nothing).
 
 What ``--full`` runs. The published setting of each experiment is
@@ -79,6 +82,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 import time
 import warnings
 from datetime import datetime, timezone
@@ -86,7 +90,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import RESULTS_DIR, loadavg, machine_stamp, md_table, stamp_markdown
+from ._common import (
+    REPO_DIR,
+    RESULTS_DIR,
+    loadavg,
+    machine_stamp,
+    md_table,
+    stamp_markdown,
+)
 
 # Where the runs differ from the published setting, and why.
 DEVIATIONS = {
@@ -621,12 +632,17 @@ def _projected(pending, lines):
     return total, unknown
 
 
-def report(mode, path, stamp=None):
+def report(mode, path, stamp=None, rst_dir=None):
+    """Compute the tables from the JSON lines at ``path`` and write
+    ``paper_<mode>.json``, ``.md`` and the figures next to it; with
+    ``rst_dir``, also the reStructuredText tables of the documentation
+    (``write_rst``). Return the summary."""
     lines = load_lines(path)
     done = {line["id"] for line in lines}
     pending = [r for r in plan(mode) if r["id"] not in done]
     remaining_s, unknown = _projected(pending, lines)
-    sweep_fields = {"synthetic": ("train_loss", "test_loss", "zeros", "fit_s"),
+    sweep_fields = {"synthetic": ("train_loss", "test_loss", "zeros", "n_iter",
+                                  "fit_s"),
                     "mnist": ("test_loss", "zeros", "train_accuracy",
                               "test_accuracy", "ti", "ti_zero", "ti_authors",
                               "ti_weights", "fit_s")}
@@ -641,9 +657,13 @@ def report(mode, path, stamp=None):
             table2.setdefault(line["data"], {}).setdefault(
                 line["variant"], {}).setdefault(line["method"], []).append(line)
     fig2 = {line["variant"]: line for line in lines if line["exp"] == "fig2"}
-    walls = {}
+    walls, versions = {}, {}
     for line in lines:
         walls[line["exp"]] = walls.get(line["exp"], 0.0) + line["wall_s"]
+        version = str(line.get("sklearn_ggn"))
+        versions[version] = versions.get(version, 0) + 1
+    loads = [v for line in lines for v in line.get("load", ())
+             if v is not None and math.isfinite(v)]
     summary = {
         "mode": mode, "machine": stamp or {}, "runs_done": len(lines),
         "runs_pending": len(pending),
@@ -651,6 +671,12 @@ def report(mode, path, stamp=None):
         "done_by_experiment": _count(lines),
         "wall_hours_done": sum(walls.values()) / 3600,
         "wall_hours_by_experiment": {k: v / 3600 for k, v in walls.items()},
+        # CPU time of the runner's process beside the wall time: on a shared
+        # machine the difference is what other processes took
+        "cpu_hours_done": sum(line.get("cpu_s", 0.0) for line in lines) / 3600,
+        "load_range": [min(loads), max(loads)] if loads else None,
+        "runs_by_version": dict(sorted(versions.items(), key=_version_key)),
+        "cpu_models": sorted({str(line.get("cpu")) for line in lines}),
         "projected_remaining_hours": remaining_s / 3600,
         "pending_without_estimate": unknown,
         "paper_wall_hours": PAPER["wall_hours"],
@@ -673,7 +699,15 @@ def report(mode, path, stamp=None):
     Path(f"{stem}.json").write_text(json.dumps(summary, indent=1))
     Path(f"{stem}.md").write_text(_markdown(summary, stem.name))
     _figures(summary, lines, stem)
+    if rst_dir is not None:
+        write_rst(summary, rst_dir)
     return summary
+
+
+def _version_key(item):
+    """Sort key of a (version, count) pair: 0.9.3 before 0.10.0."""
+    return tuple(int(part) if part.isdigit() else -1
+                 for part in item[0].split("."))
 
 
 def _count(runs):
@@ -687,7 +721,9 @@ def _table2_cell(rows):
     fields = ("ti", "ti_zero", "ti_authors", "ti_weights", "test_accuracy",
               "test_loss",
               "zeros", "fit_s", "epochs", "batch_size", "mu_used")
-    cell = {"seeds": sorted(r["seed"] for r in rows)}
+    rows = sorted(rows, key=lambda r: r["seed"])
+    cell = {"seeds": [r["seed"] for r in rows],
+            "epochs_by_seed": [r["epochs"] for r in rows]}
     for f in fields:
         values = [r[f] for r in rows]
         cell[f] = float(np.mean(values))
@@ -731,10 +767,10 @@ def _markdown(summary, name):
                   + "; ".join(f"{k} {v}" for k, v in summary["table2_paper"].items()),
                   ""]
         rows = []
-        for name, variants in sorted(summary["table2"].items()):
+        for data, variants in sorted(summary["table2"].items()):
             for variant, methods in sorted(variants.items()):
                 for method, c in sorted(methods.items()):
-                    rows.append((name, variant, method, c["batch_size"],
+                    rows.append((data, variant, method, c["batch_size"],
                                  c["mu_used"], c["epochs"], len(c["seeds"]),
                                  c["ti"], c.get("ti_sd"), c["ti_zero"],
                                  c["ti_authors"], c["ti_weights"],
@@ -758,6 +794,193 @@ def _markdown(summary, name):
     if summary["machine"]:
         parts += ["## Machine", "", stamp_markdown(summary["machine"]), ""]
     return "\n".join(parts)
+
+
+# ---------------------------------------------------- documentation tables
+# docs/reproducing.rst shows these tables through ``.. include::`` of one
+# reStructuredText fragment each, which ``--report`` rewrites from the JSON
+# lines (``--full`` with the default ``--out``), so the page always shows the
+# runs done. The folder is excluded from Sphinx's own sources (docs/conf.py).
+DOCS_TABLES = REPO_DIR / "docs" / "_paper"
+RST_TABLES = ("machine", "status", "fig1_mu", "fig1_tau", "fig2", "mnist_mu",
+              "mnist_tau", "mnist_ts_mu", "mnist_ts_tau", "table2")
+# The curvature convention the tables lead with, then the paper's step, then
+# μ read literally (GD first where it is a row of its own).
+VARIANT_ORDER = ("gd", "authors", "paper", "mu_literal")
+_SWEEP_COLUMNS = {  # header, summary field
+    "synthetic": (("train ½MSE", "train_loss"), ("test ½MSE", "test_loss"),
+                  ("zeros", "zeros"), ("iterations", "n_iter")),
+    "mnist": (("test ½MSE", "test_loss"), ("zeros", "zeros"),
+              ("train acc. %", "train_accuracy"),
+              ("test acc. %", "test_accuracy"), ("T-I %", "ti"),
+              ("T-I a=0 %", "ti_zero"), ("T-I code %", "ti_authors"),
+              ("fit (s)", "fit_s")),
+}
+
+
+def _rst_number(value):
+    """Three significant digits; values below 0.01 as ``3.40e-4``, values of
+    1000 and more in full (``16605``)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    value = float(value)
+    if not math.isfinite(value):
+        return "n/a"
+    if value == 0:
+        return "0"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
+    if abs(value) >= 0.01:
+        return f"{value:.3g}"
+    mantissa, exponent = f"{value:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _rst_grid(value):
+    """A grid value (μ or τ): ``1e-06``, ``0.00126``, ``1000``."""
+    return f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _rst_table(title, headers, rows):
+    """A ``list-table`` of text cells."""
+    out = [f".. list-table:: {title}".rstrip(), "   :header-rows: 1", ""]
+    for row in [headers] + rows:
+        for i, cell in enumerate(row):
+            out.append(f"   {'*' if i == 0 else ' '} - {cell}".rstrip())
+    return "\n".join(out)
+
+
+def _variant_key(variant):
+    order = VARIANT_ORDER.index(variant) if variant in VARIANT_ORDER else len(
+        VARIANT_ORDER)
+    return order, variant
+
+
+def _rst_machine(summary):
+    """The machine, BLAS and versions of the runs, and how shared the machine
+    was, as one paragraph. The runs record their CPU model, BLAS threads,
+    package version, load and CPU time; the rest (cores, memory, platform,
+    BLAS library, Python and its packages) comes from the machine stamp of
+    the process that writes the report."""
+    m = summary["machine"]
+    cpu = ", ".join(summary["cpu_models"]) or m.get("CPU", "unknown")
+    versions = [f"{v} ({n} runs)" if i == 0 else f"{v} ({n})" for i, (v, n)
+                in enumerate(summary["runs_by_version"].items())]
+    versions = (", ".join(versions[:-1]) + " and " + versions[-1]
+                if len(versions) > 1 else "".join(versions))
+    threads = summary["blas_threads"]
+    # every BLAS library loaded (NumPy's and SciPy's), in a fixed order
+    blas = ", ".join(sorted({part.split(" (")[0].strip()
+                             for part in m.get("BLAS", "").split(";")
+                             if part.strip() and " (" in part})) or "BLAS unknown"
+    blas = (f"one BLAS thread (OPENBLAS_NUM_THREADS=1, {blas})" if threads == ["1"]
+            else f"BLAS threads {', '.join(threads)} ({blas})")
+    text = (f"Machine: {cpu} ({m.get('cores', '?')}), "
+            f"{m.get('memory', '?')}, {m.get('platform', '?')}; {blas}; "
+            f"Python {m.get('python', '?')}, NumPy {m.get('numpy', '?')}, "
+            f"SciPy {m.get('scipy', '?')}, scikit-learn "
+            f"{m.get('scikit-learn', '?')}, numba {m.get('numba', '?')}, "
+            f"sklearn_ggn {versions}.")
+    if summary["load_range"] and summary["wall_hours_done"] > 0:
+        low, high = summary["load_range"]
+        cores = m.get("cores", "").split(" logical")[0]
+        text += (f" The machine was shared with other jobs during the run "
+                 f"(1-minute load average {low:.1f}-{high:.1f}"
+                 + (f" on its {cores} cores" if cores.isdigit() else "")
+                 + "): each run records its CPU time beside its wall time, and "
+                 f"over all runs the CPU time was "
+                 f"{100 * summary['cpu_hours_done'] / summary['wall_hours_done']:.0f}"
+                 " % of the wall time.")
+    return textwrap.fill(text, 79, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def _rst_status(summary):
+    done, pending = summary["done_by_experiment"], summary["pending_by_experiment"]
+    walls = summary["wall_hours_by_experiment"]
+    rows = [[exp, str(done.get(exp, 0)), str(pending.get(exp, 0)),
+             f"{60 * walls.get(exp, 0.0):.0f}"]
+            for exp in sorted(set(done) | set(pending))]
+    return _rst_table("Runs done at full scale and pending",
+                      ["experiment", "runs done", "runs pending",
+                       "wall time (min)"], rows)
+
+
+def _rst_sweep(summary, exp):
+    variants = summary["sweeps"].get(exp) or {}
+    if not variants:
+        return "No run of this figure is done yet."
+    sweep = "mu" if exp.endswith("_mu") else "tau"
+    kind = "synthetic" if exp.startswith("fig1") else "mnist"
+    columns = _SWEEP_COLUMNS[kind]
+    rows = [[variant, _rst_grid(row[sweep])]
+            + [_rst_number(row.get(field)) for _, field in columns]
+            + [str(row["runs"])]
+            for variant in sorted(variants, key=_variant_key)
+            for row in variants[variant]]
+    return _rst_table(exp, ["variant", "μ" if sweep == "mu" else "τ"]
+                      + [header for header, _ in columns] + ["runs"], rows)
+
+
+def _rst_fig2(summary):
+    if not summary["fig2"]:
+        return "No run of this figure is done yet."
+    rows = [[variant, _rst_number(c["n_iter"]), _rst_number(c["fit_s"]),
+             _rst_number(c["train_loss"]), _rst_number(c["test_loss"]),
+             _rst_number(c["mu_used"])]
+            for variant, c in sorted(summary["fig2"].items(),
+                                     key=lambda item: _variant_key(item[0]))]
+    return _rst_table("Figure 2", ["run", "iterations", "time (s)", "train ½MSE",
+                                   "test ½MSE", "μ"], rows)
+
+
+def _rst_table2(summary):
+    if not summary["table2"]:
+        return "No run of this table is done yet."
+    rows = []
+    for data, variants in sorted(summary["table2"].items()):
+        for variant, methods in sorted(variants.items()):
+            for method, c in sorted(methods.items()):
+                ti = _rst_number(c["ti"])
+                if "ti_sd" in c:
+                    ti += f" ± {c['ti_sd']:.1f}"
+                rows.append([data, variant, method, _rst_number(c["batch_size"]),
+                             _rst_number(c["mu_used"]),
+                             "/".join(str(e) for e in c["epochs_by_seed"]),
+                             str(len(c["seeds"])), ti,
+                             _rst_number(c["ti_zero"]),
+                             _rst_number(c["ti_authors"]),
+                             _rst_number(c["ti_weights"]),
+                             _rst_number(c["test_accuracy"]),
+                             _rst_number(c["test_loss"]),
+                             _rst_number(c["fit_s"])])
+    return _rst_table("Table 2 and the UCI comparison",
+                      ["data", "variant", "method", "batch", "μ", "epochs",
+                       "seeds", "T-I %", "T-I a=0 %", "T-I code %",
+                       "T-I of U %", "test acc. %", "test ½MSE", "fit (s)"], rows)
+
+
+def rst_tables(summary):
+    """Each table of docs/reproducing.rst as reStructuredText, by name."""
+    tables = {"machine": _rst_machine(summary), "status": _rst_status(summary),
+              "fig2": _rst_fig2(summary), "table2": _rst_table2(summary)}
+    for exp in ("fig1_mu", "fig1_tau", "mnist_mu", "mnist_tau", "mnist_ts_mu",
+                "mnist_ts_tau"):
+        tables[exp] = _rst_sweep(summary, exp)
+    return {name: tables[name] for name in RST_TABLES}
+
+
+def write_rst(summary, folder=DOCS_TABLES):
+    """Write ``<folder>/<name>.rst`` for every table of ``rst_tables``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    header = (f".. Generated by ``python -m benchmarks.paper --{summary['mode']} "
+              f"--report`` from\n   paper_{summary['mode']}.jsonl: "
+              "edit benchmarks/paper.py, not this file.\n\n")
+    for name, text in rst_tables(summary).items():
+        (folder / f"{name}.rst").write_text(header + text + "\n", encoding="utf-8")
 
 
 def _figures(summary, lines, stem):
@@ -840,6 +1063,11 @@ def main(argv=None):
                         help="folder with mnist/, pendigits/, letter/, avila/")
     parser.add_argument("--out", default=None,
                         help="JSON-lines file (default results/paper_<mode>.jsonl)")
+    parser.add_argument("--rst-dir", default=None,
+                        help="folder for the reStructuredText tables that "
+                             "docs/reproducing.rst includes (default: "
+                             "docs/_paper with --full and the default --out, "
+                             "else none)")
     parser.add_argument("--max-hours", type=float, default=None)
     parser.add_argument("--max-runs", type=int, default=None)
     parser.add_argument("--max-tier", type=int, default=None)
@@ -859,8 +1087,11 @@ def main(argv=None):
         execute(mode, path, only=args.only, max_hours=args.max_hours,
                 max_runs=args.max_runs, max_tier=args.max_tier,
                 log=lambda msg: print(msg, flush=True))
-    report(mode, path, machine_stamp())
-    print(f"wrote {path.with_suffix('.md')}")
+    rst_dir = args.rst_dir or (DOCS_TABLES if mode == "full" and not args.out
+                               else None)
+    report(mode, path, machine_stamp(), rst_dir=rst_dir)
+    print(f"wrote {path.with_suffix('.md')}"
+          + (f" and the tables in {rst_dir}" if rst_dir else ""))
     return 0
 
 

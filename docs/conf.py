@@ -39,7 +39,9 @@ extensions = [
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "*.md"]
+# _paper/ holds the tables that ``python -m benchmarks.paper --full --report``
+# writes for reproducing.rst, which includes them: fragments, not pages.
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "*.md", "_paper"]
 root_doc = "index"
 default_role = "literal"
 

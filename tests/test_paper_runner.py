@@ -4,6 +4,7 @@ count of sign agreements; ``paper_params(experiment=...)`` builds every
 experiment's estimator."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -18,7 +19,10 @@ def _ids(path):
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
-def test_runner_resumes_and_reports(tmp_path):
+def test_runner_resumes_and_reports(tmp_path, monkeypatch):
+    # without --full (or with --out) the documentation's tables stay as they are
+    monkeypatch.setattr(paper, "write_rst", lambda *args, **kwargs: pytest.fail(
+        "wrote the documentation's tables"))
     out = tmp_path / "paper_quick.jsonl"
     args = ["--quick", "--only", "fig1_tau", "fig2", "--out", str(out)]
     assert paper.main(args + ["--max-runs", "3"]) == 0
@@ -37,6 +41,44 @@ def test_runner_resumes_and_reports(tmp_path):
     assert "Deviations" in out.with_suffix(".md").read_text()
     line = json.loads(out.read_text().splitlines()[0])
     assert np.isfinite(line["test_loss"]) and line["wall_s"] >= 0
+
+
+def test_report_writes_the_documentation_tables(tmp_path):
+    docutils_core = pytest.importorskip("docutils.core")
+    out = tmp_path / "paper_quick.jsonl"
+    assert paper.main(["--quick", "--only", "fig1_tau", "fig2", "--out", str(out),
+                       "--max-runs", "4", "--rst-dir", str(tmp_path / "rst")]) == 0
+    written = sorted(p.stem for p in (tmp_path / "rst").glob("*.rst"))
+    assert written == sorted(paper.RST_TABLES)
+    for name in paper.RST_TABLES:
+        text = (tmp_path / "rst" / f"{name}.rst").read_text(encoding="utf-8")
+        # valid reStructuredText: any warning of docutils raises
+        docutils_core.publish_doctree(text, settings_overrides={
+            "report_level": 2, "halt_level": 2, "warning_stream": False})
+    fig1 = (tmp_path / "rst" / "fig1_tau.rst").read_text(encoding="utf-8")
+    assert ".. list-table:: fig1_tau" in fig1 and "iterations" in fig1
+    assert "No run" in (tmp_path / "rst" / "table2.rst").read_text(encoding="utf-8")
+
+
+def test_rst_numbers():
+    assert [paper._rst_number(v) for v in (None, 0, 3.4e-4, 0.0486, 21.14, 915.8,
+                                           1395.2, 16605.0, float("nan"))] == [
+        "-", "0", "3.40e-4", "0.0486", "21.1", "916", "1395", "16605", "n/a"]
+    assert [paper._rst_grid(v) for v in (1e-6, 1e-4, 0.00125893, 10.0, 1000.0)] == [
+        "1e-06", "0.0001", "0.00126", "10", "1000"]
+
+
+def test_docs_page_includes_every_generated_table():
+    docs = paper.REPO_DIR / "docs"
+    if not (docs / "reproducing.rst").is_file():
+        pytest.skip("needs the source tree")
+    page = (docs / "reproducing.rst").read_text(encoding="utf-8")
+    included = re.findall(r"^\.\. include:: _paper/(\w+)\.rst$", page, re.M)
+    assert sorted(included) == sorted(paper.RST_TABLES)
+    assert all((paper.DOCS_TABLES / f"{name}.rst").is_file()
+               for name in paper.RST_TABLES)
+    # the fragments are not pages of their own
+    assert '"_paper"' in (docs / "conf.py").read_text(encoding="utf-8")
 
 
 def test_full_plan_covers_the_paper():
