@@ -27,9 +27,6 @@ from ._strategies import grew
 # keep the caller's threads: the cap costs little when idle and saves 3-14x
 # when the machine is busy.
 SMALL_STEP_FLOPS = 1e9
-# Training rows (at most, evenly spaced) on which a mini-batch fit's last
-# step is judged (see GGNScoreSolver._judged_end).
-END_ROWS = 10_000
 
 
 def choose_linear_solver(network, batch_size, linear_solver="auto", itemsize=8,
@@ -341,33 +338,7 @@ class Solver:
                           f"tol={self.stopping.tol} for "
                           f"{self.stopping.n_iter_no_change} consecutive iterations")
                 break
-        if status != "diverged" and not full_batch:
-            theta = self._judged_end(problem, theta)
         return SolverResult(theta, history, status, reason, self.form, state)
-
-    def _judged_end(self, problem, theta):
-        """θ at the end of a mini-batch fit: the fit's last step kept only
-        if it lowers the objective over the training rows.
-
-        The adaptive damping judges every step on the next batch, by a rule
-        lenient enough for the batches' noise, and the steps after a bad
-        one repair it; the fit's last step has neither. It is judged on the
-        training rows (at most :data:`END_ROWS`, evenly spaced: two forward
-        passes), and the fit returns the θ before it when it does not lower
-        their objective."""
-        last = getattr(self, "_last_step", None)
-        self._last_step = None
-        if last is None or last[1] is not theta:
-            return theta
-        previous = last[0]
-        n = problem.n_samples
-        rows = None if n <= END_ROWS else np.arange(0, n, -(-n // END_ROWS))
-        batch = problem.batch(rows)
-        if batch is None:
-            return theta
-        new = problem.evaluate(theta, batch, False).objective
-        old = problem.evaluate(previous, batch, False).objective
-        return theta if new <= old else previous
 
     # ---------------------------------------------------------- the loop
     def _check(self, objective, theta, state):
@@ -481,10 +452,6 @@ class Solver:
             self._check(problem.evaluate(theta, last, False).objective, None, state)
         state.carry_step(previous if adaptive and not self.epochs_are_passes
                          else None, theta)
-        # the epoch's last step, for the judgement of the fit's end
-        self._last_step = ((previous, theta)
-                           if adaptive and self.epochs_are_passes
-                           and previous is not None else None)
         sums = dict(zip(keys, (objective_sum, risk_sum, alpha_sum, damping_sum)))
         sums["stepped"] = stepped
         return theta, sums, weight_total
