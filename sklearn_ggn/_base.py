@@ -618,9 +618,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         """Map the inputs, choose τ, solve, and set the fitted attributes."""
         X, Y, sample_weight, y = training
         dtype, incremental = X.dtype, plan.incremental
-        # A small full-batch fit computes in float64: its solves to
-        # convergence amplify float32 rounding. The weights are returned in
-        # X's dtype.
+        # the steps' dtype (compute_dtype, see _plan); the weights are
+        # returned in X's dtype
         work = plan.work_dtype
         callback_rows = (X, y, sample_weight)  # as given to the callbacks
         X, Xa, inputs, (x_max, unscaled) = self._mapped_inputs(
