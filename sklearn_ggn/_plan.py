@@ -352,7 +352,7 @@ def plan_fit(params, data, *, warn=True):
         tau_rule = "mini_batch"
     else:
         tau_rule = "select" if data.selects_tau else "samples"
-    work_dtype = _work_dtype(params.get("compute_dtype", "auto"), data, full_batch)
+    work_dtype = _work_dtype(params["compute_dtype"], data, full_batch)
     train_weight = data.train_weight[0 if work_dtype == np.float64 else 1]
     if not 0.0 < train_weight < math.inf:
         # (float64 weights that float32 cannot hold; the float64 sum is
