@@ -535,8 +535,11 @@ def test_damping_state_pickled_without_the_screen_tests_every_step():
 
 def test_screen_spares_the_previous_thetas_forward_pass():
     """The screened solver evaluates the previous θ on far fewer batches
-    than the solver that tests every step, undoes the same steps, and ends
-    where it does."""
+    than a solver that evaluates it on every batch, and undoes the same
+    steps: a step is undone when the next batch's objective at the new θ
+    exceeds ``screen`` times the typical batch objective (the smaller of the
+    last batch's and the running mean) and ``reject_ratio`` times the
+    batch's objective at the previous θ."""
     problem, _ = quadratic(n=400)
     calls = {}
     evaluate = problem.evaluate
@@ -545,23 +548,56 @@ def test_screen_spares_the_previous_thetas_forward_pass():
         calls[key] += not with_deriv
         return evaluate(theta, batch, with_deriv)
 
+    class EveryBatch(AdaptiveDamping):
+        """The rule written out, with the previous θ evaluated every time."""
+
+        def screened(self, new_objective):
+            return False
+
+        def accept(self, new_objective, old_objective):
+            typical = min(self.running_objective, self.last_objective)
+            undone = (new_objective > self.screen * typical
+                      and new_objective > self.reject_ratio * old_objective)
+            verdict = AdaptiveDamping.accept(
+                self, new_objective, old_objective if undone else None)
+            assert verdict is (not undone)
+            return verdict
+
     problem.evaluate = counting
     results, rejected = {}, {}
-    for key, screen in (("tested", None), ("screened", 1.2)):
+    for key, kind in (("every batch", EveryBatch), ("screened", AdaptiveDamping)):
         calls[key] = 0
-        damping = AdaptiveDamping(unit=1.0)
-        damping.screen = screen
+        damping = kind(unit=1.0)
         solver = GGNScoreSolver(damping, AdaptiveStepSize(1.0), None, "dual",
                                 Batching(10, shuffle=True), max_iter=3)
         results[key] = solver.solve(problem, np.zeros(4), np.random.RandomState(0))
         rejected[key] = damping.n_rejected
     # 3 epochs of 40 batches: 39 tests each (the first batch has no
     # previous θ) and the last step's check on its own batch
-    assert calls["tested"] == 3 * 40
-    assert calls["screened"] < calls["tested"] / 2
-    assert rejected["screened"] == rejected["tested"] > 0
-    np.testing.assert_allclose(results["screened"].theta,
-                               results["tested"].theta, rtol=1e-12)
+    assert calls["every batch"] == 3 * 40
+    assert calls["screened"] < calls["every batch"] / 2
+    assert rejected["screened"] == rejected["every batch"] > 0
+    np.testing.assert_array_equal(results["screened"].theta,
+                                  results["every batch"].theta)
+
+
+def test_damping_undoes_a_step_only_above_both_references():
+    """The adaptive damping's verdict on a step, from the next batch's
+    objective at the new θ (``new``), at the previous θ (``old``) and the
+    typical batch objective (running mean 1.0, last batch 1.0)."""
+    for new, old, screened, kept in (
+            (1.1, 0.5, True, True),     # near the typical batch: kept untested
+            (1.3, 1.2, False, True),    # above it, but 1.08× its own old value
+            (1.3, 1.0, False, False),   # 1.3× both: undone
+            (3.0, 2.9, False, True)):   # an outlying batch the step did not hurt
+        d = AdaptiveDamping(unit=1.0)
+        d.floor = 0.01  # (λ = 0.1 above its floor: it can decay)
+        d.observe(1.0)
+        d.observe(1.0)
+        lam = d.lam
+        assert d.screened(new) is screened
+        assert d.accept(new, None if screened else old) is kept
+        assert d.lam == pytest.approx(lam * (d.decay if kept else d.increase))
 
 
 def test_stall_thresholds_are_counted_in_steps_of_work():

@@ -186,7 +186,7 @@ class AdaptiveDamping:
         Factor on λ after a rejected step.
     decay : float, default=0.995
         Factor on λ after an accepted step (down to the floor).
-    reject_ratio : float, default=1.5
+    reject_ratio : float, default=1.2
     stall : float, default=0.01
         Relative improvement below which an epoch stalls.
     patience : int, default=3
@@ -212,7 +212,7 @@ class AdaptiveDamping:
     running_objective = last_objective = None
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
-                 reject_ratio=1.5, stall=0.01, patience=3, stall_increase=1.5,
+                 reject_ratio=1.2, stall=0.01, patience=3, stall_increase=1.5,
                  stall_first=0.003, reference_rows=None, work_steps=None,
                  screen=None):
         self.unit = float(unit)
