@@ -24,6 +24,7 @@ Run: ``python -m benchmarks.narrow [--data-home DIR] [--baseline DIR
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -154,6 +155,15 @@ def _report(runs, labels):
         md_table(headers, rows)])
 
 
+def _command(argv):
+    """The command line, folders written as DIR (they are this machine's)."""
+    words, folder = ["python", "-m", "benchmarks.narrow"], False
+    for arg in argv:
+        words.append("DIR" if folder else shlex.quote(arg))
+        folder = arg in ("--data-home", "--baseline")
+    return " ".join(words)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.narrow",
                                      description=__doc__.split("\n")[0])
@@ -177,7 +187,8 @@ def main(argv=None):
     body = _report(runs, list(packages))
     print(body)
     write_result(NAME, "full", TITLE, stamp, monitor, body,
-                 {label: run for label, run in runs.items()})
+                 {label: run for label, run in runs.items()},
+                 command=_command(argv if argv is not None else sys.argv[1:]))
     return 0
 
 

@@ -211,26 +211,38 @@ def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
     # minimizes another objective, whose epochs must not be judged against
     # the best one of the first (it stopped after 11 of 60 epochs while
     # still improving)
-    from sklearn_ggn.engine import SolverState
+    from sklearn_ggn.engine import GGNScoreSolver, SolverState
 
-    calls = []
+    calls, judged = [], []
     original = SolverState.new_objective
     monkeypatch.setattr(SolverState, "new_objective",
                         lambda self: calls.append(1) or original(self))
+    epoch = GGNScoreSolver._epoch
+
+    def recording(self, problem, theta, rng, state):
+        # what each epoch is judged against: the best objective so far
+        judged.append(state.best_objective)
+        return epoch(self, problem, theta, rng, state)
+
+    monkeypatch.setattr(GGNScoreSolver, "_epoch", recording)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 6))
     y = (X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(400) > 0).astype(int)
     for tau, resets in (("auto", 1), (1e-4, 0)):
-        calls.clear()
         clf = GGNScoreClassifier(n_hidden=32, batch_size=64, random_state=0,
                                  tau=tau)
         for _ in range(30):
             clf.partial_fit(X, y, classes=[0, 1])
+        calls.clear()
+        judged.clear()
         clf.set_params(warm_start=True, max_iter=60, early_stopping=False)
         _fit(clf, X, y)
         assert len(calls) == resets
         assert clf.tau_ == (1 / 400 if tau == "auto" else 1e-4)
-        assert clf.n_iter_ > 30
+        # a new objective's first epoch is judged against nothing; the same
+        # objective's against the partial_fit epochs before it
+        assert (judged[0] == np.inf) == (resets == 1)
+        assert all(np.isfinite(b) for b in judged[1:])
 
 
 def test_every_phase_of_the_watch_takes_one_tau(monkeypatch):
