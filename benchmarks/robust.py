@@ -264,7 +264,8 @@ def main(argv=None):
     body = _report(first, huber, huber_reused=bool(args.huber_from))
     print(body)
     write_result(NAME, "uci", TITLE, stamp, monitor, body,
-                 {"first_std": first, "huber": huber})
+                 {"first_std": first, "huber": huber},
+                 command="python -m benchmarks.robust")
     return 0
 
 

@@ -752,7 +752,9 @@ class _MergedRuns:
 
 def merge_uci(paths, mode="uci"):
     """One report (``results/uncertainty_<mode>.md`` and ``.json``) from the
-    ``.json`` results of UCI runs over different sets."""
+    ``.json`` results of UCI runs over different sets, in order: a later
+    file's runs of a set replace an earlier one's, split by split and model
+    by model."""
     import json
 
     results, loads, stamp = {}, [], None
@@ -773,7 +775,8 @@ def merge_uci(paths, mode="uci"):
                     merged.append(run)
             results[name]["n_splits"] = len(merged)
         loads.append((list(uci), payload.get("load", {})))
-        stamp = stamp or payload.get("machine")
+        # (the newest run's machine and package stamp the report)
+        stamp = payload.get("machine") or stamp
     ordered = {name: results[name] for name in UCI_SETS if name in results}
     body, _ = _uci_report(ordered)
     write_result(NAME, mode, "Predictive uncertainty on the UCI regression "
