@@ -738,10 +738,14 @@ class _MergedRuns:
         self.loads = loads
 
     def markdown(self):
+        def package(d):
+            return f" sklearn_ggn {d['package']}:" if d.get("package") else ""
+
         return " ".join(
-            f"Run {i + 1} ({', '.join(sets)}): load not recorded (the run was "
-            "stopped after these sets)." if d.get("partial") else
-            f"Run {i + 1} ({', '.join(sets)}): {d.get('wall_s', float('nan')):.0f} s, "
+            f"Run {i + 1} ({', '.join(sets)}):{package(d)} load not recorded."
+            if d.get("partial") or "wall_s" not in d else
+            f"Run {i + 1} ({', '.join(sets)}):{package(d)} "
+            f"{d.get('wall_s', float('nan')):.0f} s, "
             f"1-min load average median {d.get('load1_median_during', float('nan')):.2f}, "
             f"other processes {d.get('other_processes_cores', float('nan')):.2f} cores."
             for i, (sets, d) in enumerate(self.loads))
@@ -774,14 +778,23 @@ def merge_uci(paths, mode="uci"):
                 else:
                     merged.append(run)
             results[name]["n_splits"] = len(merged)
-        loads.append((list(uci), payload.get("load", {})))
+        load = payload.get("load", {})
+        stamped = (payload.get("machine") or {}).get("sklearn_ggn")
+        # (a merged report's runs are listed one by one)
+        if "runs" in load:  # a merged report: its runs, package unknown
+            for run in load["runs"]:
+                run = dict(run)
+                loads.append((run.pop("sets"), run))
+        else:
+            loads.append((list(uci), dict(load, package=stamped)))
         # (the newest run's machine and package stamp the report)
         stamp = payload.get("machine") or stamp
     ordered = {name: results[name] for name in UCI_SETS if name in results}
     body, _ = _uci_report(ordered)
     write_result(NAME, mode, "Predictive uncertainty on the UCI regression "
                  "benchmark", stamp, _MergedRuns(loads), body,
-                 {"uci": ordered, "summary": _uci_summary(ordered)})
+                 {"uci": ordered, "summary": _uci_summary(ordered)},
+                 command="python -m benchmarks.uncertainty --merge ...")
     print(body)
     return ordered
 

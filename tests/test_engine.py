@@ -598,6 +598,17 @@ def test_damping_undoes_a_step_only_above_both_references():
         assert d.screened(new) is screened
         assert d.accept(new, None if screened else old) is kept
         assert d.lam == pytest.approx(lam * (d.decay if kept else d.increase))
+    # the typical batch is the smaller of the running mean (weight 0.1,
+    # each objective capped at 1.2 times the mean) and the last batch's
+    # objective: 1.5 is above it whichever of the two is lower
+    for first, last, mean in ((1.0, 2.0, 1.02), (2.0, 1.0, 1.9)):
+        d = AdaptiveDamping(unit=1.0)
+        d.observe(first)
+        d.observe(last)
+        assert d.running_objective == pytest.approx(mean)
+        assert not d.screened(1.5)
+        assert not d.accept(1.5, 1.0)
+        assert d.screened(1.15)  # within 1.2 of both references
 
 
 def test_stall_thresholds_are_counted_in_steps_of_work():

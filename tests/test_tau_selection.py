@@ -209,8 +209,9 @@ def test_integer_weights_give_the_curve_of_repeated_rows():
 def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
     # partial_fit's τ is 1e-4, a fit's 1/n: a warm start after partial_fit
     # minimizes another objective, whose epochs must not be judged against
-    # the best one of the first (it stopped after 11 of 60 epochs while
-    # still improving)
+    # the best one of the first, nor its batches against the damping's
+    # running mean of the first's (judged against the best one, such a fit
+    # stops while still improving)
     from sklearn_ggn.engine import GGNScoreSolver, SolverState
 
     calls, judged = [], []
@@ -220,8 +221,9 @@ def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
     epoch = GGNScoreSolver._epoch
 
     def recording(self, problem, theta, rng, state):
-        # what each epoch is judged against: the best objective so far
-        judged.append(state.best_objective)
+        # what each epoch is judged against: the best objective so far and
+        # the damping's running mean of the batch objectives
+        judged.append((state.best_objective, state.damping.running_objective))
         return epoch(self, problem, theta, rng, state)
 
     monkeypatch.setattr(GGNScoreSolver, "_epoch", recording)
@@ -229,20 +231,39 @@ def test_a_new_tau_is_a_new_objective_for_a_continued_fit(monkeypatch):
     X = rng.standard_normal((400, 6))
     y = (X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(400) > 0).astype(int)
     for tau, resets in (("auto", 1), (1e-4, 0)):
+        calls.clear()
         clf = GGNScoreClassifier(n_hidden=32, batch_size=64, random_state=0,
                                  tau=tau)
         for _ in range(30):
             clf.partial_fit(X, y, classes=[0, 1])
-        calls.clear()
         judged.clear()
         clf.set_params(warm_start=True, max_iter=60, early_stopping=False)
         _fit(clf, X, y)
-        assert len(calls) == resets
+        assert len(calls) == resets  # (partial_fit resets nothing)
         assert clf.tau_ == (1 / 400 if tau == "auto" else 1e-4)
         # a new objective's first epoch is judged against nothing; the same
         # objective's against the partial_fit epochs before it
-        assert (judged[0] == np.inf) == (resets == 1)
-        assert all(np.isfinite(b) for b in judged[1:])
+        best, running = judged[0]
+        assert (best == np.inf) == (resets == 1)
+        assert (running is None) == (resets == 1)
+        assert all(np.isfinite(b) and r is not None for b, r in judged[1:])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known: after 30 partial_fit calls at tau=1e-4, the continued fit at "
+    "tau=1/n keeps the damping's low lambda, its epoch objective rises for "
+    "three epochs (0.367 -> 0.380) and the stall rule ends it after 5 of 60 "
+    "epochs"))
+def test_a_continued_fit_on_a_new_objective_trains_on():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 6))
+    y = (X[:, 0] * X[:, 1] + 0.3 * rng.standard_normal(400) > 0).astype(int)
+    clf = GGNScoreClassifier(n_hidden=32, batch_size=64, random_state=0)
+    for _ in range(30):
+        clf.partial_fit(X, y, classes=[0, 1])
+    clf.set_params(warm_start=True, max_iter=60, early_stopping=False)
+    _fit(clf, X, y)
+    assert clf.n_iter_ > 30
 
 
 def test_every_phase_of_the_watch_takes_one_tau(monkeypatch):

@@ -29,7 +29,7 @@ def step_size_rule(step_size, M_g, eta):
 def damping_rule(new_objective, old_objective, lam, floor, increase, decay,
                  reject_ratio):
     """``(accepted, λ)`` of the adaptive damping's test of the last step on
-    the next batch: undone when it made that batch's objective
+    the next batch: undone when it made that batch's objective more than
     ``reject_ratio`` times worse (``λ ← increase·λ``), else
     ``λ ← max(floor, decay·λ)``."""
     if new_objective > reject_ratio * old_objective:
@@ -152,12 +152,14 @@ class AdaptiveDamping:
     ``H = λ u ḡ''(θ)`` with ``u = 1/ḡ''(0)`` (μ for both ℓ1 smoothers, 1 for
     ℓ2): tied to μ so that ``H ≈ λ`` near θ = 0 whatever μ is. After each step the solver
     evaluates the *next* batch at the new θ (which it needs anyway) and,
-    unless that objective passes the screen (:meth:`screened`), at the
-    previous one:
+    unless that objective passes the screen (:meth:`screened`: within
+    ``screen`` times the typical batch objective), at the previous one:
 
-    * when the new θ makes that batch's objective more than
-      ``reject_ratio`` times worse, the step is undone and ``λ ← increase·λ``
-      (an outlying batch, or a step that overfitted its own batch);
+    * when the new θ leaves that batch's objective more than ``screen``
+      times the typical batch's and more than ``reject_ratio`` times its
+      objective at the previous θ, the step is undone and
+      ``λ ← increase·λ`` (a step that overfitted its own batch; a batch
+      that is high at both θ does not undo it);
     * otherwise ``λ ← max(λ_floor, decay·λ)``.
 
     At the end of an epoch whose mean objective improved by less than
