@@ -329,6 +329,27 @@ def _jsonable(obj):
     return obj
 
 
+def run_with_package(code, package, *args):
+    """Run ``python -c code *args`` in a fresh process that imports
+    ``sklearn_ggn`` from the folder ``package`` (a tree's root, or another
+    version's extracted package), and return the JSON it prints after
+    ``RESULT``. Its stderr (progress) goes to this process's."""
+    import subprocess
+    import sys
+    import tempfile
+
+    env = dict(os.environ, PYTHONPATH=package)
+    # (from a neutral folder: "python -c" puts the working directory before
+    # PYTHONPATH, and the repository root holds this tree's package)
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], env=env,
+                         stdout=subprocess.PIPE, text=True,
+                         cwd=tempfile.gettempdir())
+    if out.returncode != 0:
+        raise RuntimeError(f"the run with the package in {package} failed "
+                           f"(exit status {out.returncode}; see above)")
+    return json.loads(out.stdout.split("RESULT", 1)[1])
+
+
 def result_path(name, mode, suffix):
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     return RESULTS_DIR / f"{name}_{mode}{suffix}"

@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +35,7 @@ from ._common import (
     LoadMonitor,
     machine_stamp,
     md_table,
+    run_with_package,
     write_result,
 )
 
@@ -119,17 +118,9 @@ def load(task, home):
 
 def run_package(package, home, tasks, widths, seeds):
     root = str(Path(__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONPATH=package)
-    # (from a neutral folder: "python -c" puts the working directory first)
-    # (the fits' progress goes to this process's stderr)
-    out = subprocess.run(
-        [sys.executable, "-c", _FITS, root, package, home or "",
-         json.dumps(list(tasks)), json.dumps(list(widths)), json.dumps(list(seeds))],
-        env=env, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
-    if out.returncode != 0:
-        raise RuntimeError(f"the fits of the package in {package} failed "
-                           f"(exit status {out.returncode}; see above)")
-    return json.loads(out.stdout.split("RESULT", 1)[1])
+    return run_with_package(_FITS, package, root, package, home or "",
+                            json.dumps(list(tasks)), json.dumps(list(widths)),
+                            json.dumps(list(seeds)))
 
 
 def _report(runs, labels):

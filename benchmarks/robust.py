@@ -31,6 +31,7 @@ from ._common import (
     md_table,
     median,
     quiet_warnings,
+    run_with_package,
     write_result,
 )
 from .uncertainty import UCI_SETS, uci_splits
@@ -74,20 +75,7 @@ print("RESULT", json.dumps({"fit_s": fit_s, "first_std_s": first_s,
 
 
 def _first_std_once(n_samples, pythonpath):
-    import json
-    import os
-    import subprocess
-    import sys
-
-    import tempfile
-
-    env = dict(os.environ, PYTHONPATH=pythonpath)
-    # (run from a neutral folder: "python -c" puts the working directory
-    # before PYTHONPATH, and the repository root holds this tree's package)
-    out = subprocess.run([sys.executable, "-c", _FIRST_STD, str(n_samples),
-                          pythonpath], env=env, capture_output=True, text=True,
-                         check=True, cwd=tempfile.gettempdir())
-    return json.loads(out.stdout.split("RESULT", 1)[1])
+    return run_with_package(_FIRST_STD, pythonpath, n_samples, pythonpath)
 
 
 def first_std_cost(n_samples=20000, repeats=3, baseline=None):

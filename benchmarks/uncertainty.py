@@ -744,8 +744,7 @@ class _MergedRuns:
         return " ".join(
             f"Run {i + 1} ({', '.join(sets)}):{package(d)} load not recorded."
             if d.get("partial") or "wall_s" not in d else
-            f"Run {i + 1} ({', '.join(sets)}):{package(d)} "
-            f"{d.get('wall_s', float('nan')):.0f} s, "
+            f"Run {i + 1} ({', '.join(sets)}):{package(d)} {d['wall_s']:.0f} s, "
             f"1-min load average median {d.get('load1_median_during', float('nan')):.2f}, "
             f"other processes {d.get('other_processes_cores', float('nan')):.2f} cores."
             for i, (sets, d) in enumerate(self.loads))
@@ -780,8 +779,7 @@ def merge_uci(paths, mode="uci"):
             results[name]["n_splits"] = len(merged)
         load = payload.get("load", {})
         stamped = (payload.get("machine") or {}).get("sklearn_ggn")
-        # (a merged report's runs are listed one by one)
-        if "runs" in load:  # a merged report: its runs, package unknown
+        if "runs" in load:  # a merged report: its runs, one by one (package unknown)
             for run in load["runs"]:
                 run = dict(run)
                 loads.append((run.pop("sets"), run))
