@@ -664,8 +664,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         if state is not None and getattr(self, "tau_", tau) != tau:
             # another τ is another objective (tau="auto" after partial_fit's
             # 1e-4, or on other rows): its epochs are not judged against the
-            # best and last ones of the earlier objective
-            state.new_objective()
+            # best and last ones of the earlier objective, and the damping
+            # starts again from its initial λ
+            state.new_objective(restart=True)
         result = solver.solve(problem, theta0, rng, monitor, state,
                               time_offset=records.elapsed)
         theta = early.best_theta if early else result.theta

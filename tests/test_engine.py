@@ -445,6 +445,27 @@ def test_small_steps_run_on_one_blas_thread():
     assert after == {2} or after == {1}  # restored (1 on a one-core machine)
 
 
+def test_a_new_objective_restarts_the_damping_only_for_another_tau():
+    import pickle
+
+    d = AdaptiveDamping(unit=10.0, initial=0.05)
+    d.lam, d.floor, d.stalls = 0.4, 0.2, 2
+    d.first_epoch_objective, d.last_epoch_objective = 3.0, 1.0
+    d.running_objective = d.last_objective = 1.0
+    d.new_objective()  # more rows, the same τ: λ and its floor go on
+    assert (d.lam, d.floor, d.stalls) == (0.4, 0.2, 0)
+    assert d.last_epoch_objective is None and d.running_objective is None
+    assert d.last_objective is None and d.first_epoch_objective == 3.0
+    d.new_objective(restart=True)  # another τ: λ starts again
+    assert d.lam == d.floor == 0.05 and d.first_epoch_objective == 3.0
+    # a state pickled before it kept its initial λ keeps λ
+    old = pickle.loads(pickle.dumps(d))
+    del old.__dict__["initial"]
+    old.lam = old.floor = 0.4
+    old.new_objective(restart=True)
+    assert old.lam == old.floor == 0.4
+
+
 def test_adaptive_damping_rule():
     d = AdaptiveDamping(unit=10.0, initial=0.1)
     assert d.value() == pytest.approx(1.0)  # H ≈ λ near θ = 0

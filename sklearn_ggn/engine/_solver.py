@@ -149,15 +149,21 @@ class SolverState:
             return None
         return np.asarray(previous, dtype=theta.dtype)
 
-    def new_objective(self):
-        """Go on with another objective (more rows): its epochs are not
-        judged against the ones before (the best objective here, the
-        damping's last epoch and stalled epochs; divergence stays judged
-        against the first objective, the stall rule's scale its first
-        epoch)."""
+    def new_objective(self, restart=False):
+        """Go on with another objective: its epochs are not judged against
+        the ones before (the best objective here, the damping's last epoch
+        and stalled epochs; divergence stays judged against the first
+        objective, the stall rule's scale its first epoch).
+
+        Parameters
+        ----------
+        restart : bool, default=False
+            Another τ: the adaptive damping's λ starts again as in a fresh
+            fit. False: more rows of the same problem, λ kept.
+        """
         self.best_objective = np.inf
         if hasattr(self.damping, "new_objective"):
-            self.damping.new_objective()
+            self.damping.new_objective(restart=restart)
 
 
 def _mark(theta):

@@ -209,16 +209,19 @@ class AdaptiveDamping:
     """
 
     adaptive = True
-    # (a state pickled without the screen tests every step)
+    # (a state pickled without the screen tests every step, one without its
+    # initial λ keeps λ for another objective)
     screen = None
     running_objective = last_objective = None
+    initial = None
 
     def __init__(self, unit, initial=0.1, increase=3.0, decay=0.995,
                  reject_ratio=1.2, stall=0.01, patience=3, stall_increase=1.5,
                  stall_first=0.003, reference_rows=None, work_steps=None,
                  screen=None):
         self.unit = float(unit)
-        self.lam = self.floor = float(initial)
+        self.initial = float(initial)
+        self.lam = self.floor = self.initial
         self.increase = increase
         self.stall_increase = stall_increase
         self.decay = decay
@@ -328,13 +331,25 @@ class AdaptiveDamping:
         """True after ``patience`` stalled epochs in a row."""
         return self.stalls >= self.patience
 
-    def new_objective(self):
-        """Forget the last epoch's objective and the stalled epochs: the next
-        epochs minimize another objective (λ, its floor and the first
-        epoch's objective, the thresholds' scale, are kept)."""
+    def new_objective(self, restart=False):
+        """Forget the last epoch's objective, the stalled epochs and the
+        batches' running objective: the next epochs minimize another
+        objective. The first epoch's objective, the thresholds' scale, is
+        kept.
+
+        Parameters
+        ----------
+        restart : bool, default=False
+            Another τ: λ and its floor start again from ``initial``, as in
+            a fresh fit (the λ of the earlier objective's last steps is no
+            guide to the new one's). False (more rows, the same τ): they
+            are kept.
+        """
         self.last_epoch_objective = None
         self.stalls = 0
         self.running_objective = self.last_objective = None
+        if restart and self.initial is not None:
+            self.lam = self.floor = self.initial
 
 
 # The adaptive damping's screen (AdaptiveDamping.screened; docs/defaults.rst)
