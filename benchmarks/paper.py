@@ -9,6 +9,14 @@ Usage (from the repository root; one BLAS thread is what the results use)::
     python -m benchmarks.paper --full --plan     # the runs, done or pending
     python -m benchmarks.paper --full --report   # tables and figures only
 
+Two processes share the pending runs: each writes its own ``--out`` (a copy
+of the results file), one with ``--reverse`` (from the last run), and
+``--merge`` adds their runs to the results file::
+
+    python -m benchmarks.paper --full --out a.jsonl &
+    python -m benchmarks.paper --full --out b.jsonl --reverse &
+    python -m benchmarks.paper --full --merge a.jsonl b.jsonl
+
 Every finished run is appended as one JSON line to
 ``results/paper_<mode>.jsonl``; a new invocation skips the runs already there,
 so an interrupted run resumes where it stopped. ``--report`` (also run at the
@@ -542,10 +550,11 @@ def load_lines(path):
 
 
 def execute(mode, path, only=None, max_hours=None, max_runs=None, max_tier=None,
-            log=print):
+            log=print, reverse=False):
     """Run the pending runs of ``mode`` (optionally only the experiments in
-    ``only``, up to ``max_tier``), appending each as a JSON line to ``path``;
-    return the number of runs done in this call."""
+    ``only``, up to ``max_tier``; from the last with ``reverse``),
+    appending each as a JSON line to ``path``; return the number of runs
+    done in this call."""
     import sklearn_ggn
 
     from ._common import _commit, _cpu_model
@@ -554,6 +563,8 @@ def execute(mode, path, only=None, max_hours=None, max_runs=None, max_tier=None,
     todo = [r for r in plan(mode) if r["id"] not in done
             and (not only or r["exp"] in only)
             and (max_tier is None or r["tier"] <= max_tier)]
+    if reverse:  # (a second process beside one taking them from the first)
+        todo.reverse()
     data, started, count = _Data(mode), time.perf_counter(), 0
     log(f"{len(done)} runs done, {len(todo)} to run")
     for run in todo:
@@ -587,6 +598,24 @@ def execute(mode, path, only=None, max_hours=None, max_runs=None, max_tier=None,
         log(f"[{count}] {run['id']} (tier {run['tier']}): "
             f"{line['wall_s']:.1f} s")
     return count
+
+
+def merge(path, others, log=print):
+    """Append to ``path`` the runs of the JSON-lines files ``others`` (the
+    ``--out`` of processes that ran in parallel) whose id it lacks, the
+    first of repeated ids; return how many."""
+    done = {line["id"] for line in load_lines(path)}
+    added = []
+    for other in others:
+        for line in load_lines(other):
+            if line["id"] not in done:
+                done.add(line["id"])
+                added.append(line)
+    with open(path, "a") as fh:
+        for line in added:
+            fh.write(json.dumps(line) + "\n")
+    log(f"merged {len(added)} runs into {path}")
+    return len(added)
 
 
 # ------------------------------------------------------------------- report
@@ -1071,6 +1100,14 @@ def main(argv=None):
     parser.add_argument("--max-hours", type=float, default=None)
     parser.add_argument("--max-runs", type=int, default=None)
     parser.add_argument("--max-tier", type=int, default=None)
+    parser.add_argument("--reverse", action="store_true",
+                        help="take the pending runs from the last: a second "
+                             "process beside one taking them from the first "
+                             "(each with its own --out; merge the files by "
+                             "run id)")
+    parser.add_argument("--merge", nargs="+", default=None, metavar="JSONL",
+                        help="add the runs of these files (other processes' "
+                             "--out) that --out lacks, then report")
     args = parser.parse_args(argv)
     mode = args.mode or "quick"
     if args.data_home:
@@ -1083,10 +1120,12 @@ def main(argv=None):
             print(f"{'done   ' if run['id'] in done else 'pending'} "
                   f"tier {run['tier']} {run['id']}")
         return 0
-    if not args.report:
+    if args.merge:
+        merge(path, args.merge, log=lambda msg: print(msg, flush=True))
+    elif not args.report:
         execute(mode, path, only=args.only, max_hours=args.max_hours,
                 max_runs=args.max_runs, max_tier=args.max_tier,
-                log=lambda msg: print(msg, flush=True))
+                log=lambda msg: print(msg, flush=True), reverse=args.reverse)
     rst_dir = args.rst_dir or (DOCS_TABLES if mode == "full" and not args.out
                                else None)
     report(mode, path, machine_stamp(), rst_dir=rst_dir)

@@ -43,6 +43,27 @@ def test_runner_resumes_and_reports(tmp_path, monkeypatch):
     assert np.isfinite(line["test_loss"]) and line["wall_s"] >= 0
 
 
+def test_two_processes_share_the_pending_runs(tmp_path, monkeypatch):
+    # one takes them from the first, one (--reverse) from the last; --merge
+    # adds what the results file lacks, each run once
+    monkeypatch.setattr(paper, "write_rst", lambda *args, **kwargs: None)
+    only = ["--quick", "--only", "fig2"]
+    planned = [r["id"] for r in paper.plan("quick") if r["exp"] == "fig2"]
+    assert len(planned) >= 3
+    a, b, out = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "out.jsonl"
+    assert paper.main(only + ["--out", str(a), "--max-runs", "2"]) == 0
+    assert paper.main(only + ["--out", str(b), "--max-runs", "2",
+                              "--reverse"]) == 0
+    assert _ids(a) == planned[:2] and _ids(b) == planned[::-1][:2]
+    out.write_text(a.read_text().splitlines()[0] + "\n")
+    assert paper.main(only + ["--out", str(out), "--merge", str(a), str(b)]) == 0
+    merged = _ids(out)
+    assert merged == [planned[0], planned[1], planned[-1], planned[-2]] or (
+        len(planned) == 3 and merged == planned[:2] + [planned[-1]])
+    assert paper.main(only + ["--out", str(out), "--merge", str(b)]) == 0
+    assert _ids(out) == merged  # nothing twice
+
+
 def test_report_writes_the_documentation_tables(tmp_path):
     docutils_core = pytest.importorskip("docutils.core")
     out = tmp_path / "paper_quick.jsonl"
