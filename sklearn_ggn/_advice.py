@@ -165,7 +165,13 @@ def check_learned(est, problem, result, unscaled, x_max, penalty0, theta0, theta
         return
     w = problem.sample_weight
     baseline = problem.loss.constant_risk(problem.Y, w / w.sum())
-    if not baseline > 0 or not risks[-1] > LEARNED_FRACTION * baseline:
+    # a risk at the rounding level of the targets is zero (a constant
+    # target's standardized values are rounding noise of its mean)
+    rounding = np.finfo(np.float64).eps * (1.0 + float(np.average(
+        np.square(np.asarray(problem.Y, dtype=np.float64)).sum(axis=1),
+        weights=w)))
+    if not (baseline > 0 and risks[-1] > max(LEARNED_FRACTION * baseline,
+                                             rounding)):
         return  # (a constant already predicts the weighted data exactly)
     if result.status == "max_iter" and len(risks) < MIN_JUDGED:
         return  # too short to judge: the max_iter warning says to go on
