@@ -17,7 +17,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
@@ -293,6 +293,20 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             self.fit_intercept,
         )
 
+    def _fitted_network(self, n_features, n_outputs):
+        """The network of the fitted weights, for predictions: its width
+        from ``hidden_weights_``, its activation, κ and biases those of the
+        fit (a parameter changed since, without a refit, changes nothing;
+        weights set by hand before any fit take the parameters')."""
+        n_hidden = self.hidden_weights_.shape[0]
+        form = self.__dict__.get("_network_form")
+        if form is None:
+            form = (self.activation, _plan.kappa(self.scaling, n_hidden),
+                    self.fit_intercept)
+        activation, kappa, fit_intercept = form
+        return TwoLayerNetwork(n_features, n_hidden, n_outputs, kappa,
+                               activation, fit_intercept)
+
     def _regularizer_object(self):
         return REGULARIZERS[self.regularizer](
             _plan.resolve_mu(self.get_params(deep=False)))
@@ -384,8 +398,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             return robust_clip(X, center, scale)
         if X.dtype != self.hidden_weights_.dtype:
             return robust_clip(X, center, scale), None
-        return self._network(X.shape[1], self.output_weights_.shape[1]
-                             ).augment_mapped(X, center, scale)
+        return self._fitted_network(X.shape[1], self.output_weights_.shape[1]
+                                    ).augment_mapped(X, center, scale)
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights, for
@@ -396,7 +410,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         """Φ from the public weights at the network's inputs ``Z``
         (:meth:`_network_inputs` of validated X, in the weights' dtype), or
         at their augmented form ``Za`` when given."""
-        network = self._network(Z.shape[1], self.output_weights_.shape[1])
+        network = self._fitted_network(Z.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),
@@ -461,8 +475,18 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         snapshot = self.__dict__.copy()
         try:
             first_call = not (incremental and hasattr(self, "n_iter_"))
+            warm = (first_call and self.warm_start
+                    and "n_features_in_" in self.__dict__)
+            if warm:
+                # a warm start continues the fitted weights and input map:
+                # X's columns must be the fitted ones, by count and by name,
+                # as for partial_fit and predict (and the names stay)
+                validate_data(self, X, reset=False, skip_check_array=True)
+                names = self.__dict__.get("feature_names_in_")
             X_checked, Y = self._validate_input(X, y, reset=first_call,
                                                 classes=classes)
+            if warm and names is not None:
+                self.feature_names_in_ = names
             data = TrainingData(X_checked, Y, y, _check_sample_weight(
                 sample_weight, X_checked, dtype=X_checked.dtype,
                 ensure_non_negative=True).astype(np.float64, copy=False))
@@ -617,6 +641,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                validation, theta0, rng, fresh_start, reuse, first_call):
         """Map the inputs, choose τ, solve, and set the fitted attributes."""
         X, Y, sample_weight, y = training
+        given = (X, Y, sample_weight)  # (validated; perhaps the caller's)
         dtype, incremental = X.dtype, plan.incremental
         # the steps' dtype (compute_dtype, see _plan); the weights are
         # returned in X's dtype
@@ -679,10 +704,16 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # the rows and parameters this fit keeps in its cache
         fitted["_posterior_cache"] = posterior_cache(
             self, self._posterior_unavailable(incremental, tau), X, Y,
-            sample_weight, tau, theta, incremental, target_attributes)
-        fitted.update(_rng=rng, _solver_state=result.state,
+            sample_weight, tau, theta, incremental, target_attributes,
+            sources=given)
+        fitted.update(_network_form=(network.activation, network.kappa,
+                                     network.fit_intercept),
+                      _rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)
+        if not network.fit_intercept:  # (no intercepts of an earlier fit)
+            for name in ("hidden_intercept_", "output_intercept_"):
+                self.__dict__.pop(name, None)
         for name, value in fitted.items():
             setattr(self, name, value)
         _advice.report(self, result, incremental, refit=phase.refit)

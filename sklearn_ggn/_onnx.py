@@ -169,8 +169,6 @@ class _Graph:
 
 def _network_outputs(graph, est, X):
     """Φ(X) of shape (N, K): ``κ ρ(X Uᵀ + b_h) V + b_o``."""
-    from sklearn_ggn._plan import kappa as _kappa
-
     X = graph.node("Cast", [X], to=graph.proto)
     if getattr(est, "input_center_", None) is not None:
         # input_transform="robust_clip": z = a (x − c), x' = z / √(1 + (z/B)²)
@@ -185,17 +183,19 @@ def _network_outputs(graph, est, X):
             "inv_clip2", np.array([1.0 / CLIP**2]))])
         X = graph.node("Div", [z, graph.node("Sqrt", [graph.node("Add", [
             z2, graph.constant("one", np.array([1.0]))])])])
+    # (the fitted network: its width, activation, κ and biases as fitted)
+    network = est._fitted_network(est.hidden_weights_.shape[1],
+                                  est.output_weights_.shape[1])
     pre = graph.node("MatMul", [X, graph.constant("U_t", est.hidden_weights_.T)])
-    if est.fit_intercept:
+    if network.fit_intercept:
         pre = graph.node("Add", [pre, graph.constant("b_h", est.hidden_intercept_)])
-    if est.activation == "silu":
+    if network.activation == "silu":
         hidden = graph.node("Mul", [pre, graph.node("Sigmoid", [pre])])
     else:
-        hidden = graph.node(_ACTIVATION_OPS[est.activation], [pre])
-    kappa = _kappa(est.scaling, est.n_hidden)
+        hidden = graph.node(_ACTIVATION_OPS[network.activation], [pre])
     outputs = graph.node("MatMul", [hidden, graph.constant(
-        "kappa_V", kappa * est.output_weights_.astype(np.float64))])
-    if est.fit_intercept:
+        "kappa_V", network.kappa * est.output_weights_.astype(np.float64))])
+    if network.fit_intercept:
         outputs = graph.node("Add", [outputs, graph.constant(
             "b_o", est.output_intercept_)])
     return outputs

@@ -23,13 +23,33 @@ def fitting_posterior():
     return {"state": no_posterior("the model is being fitted"), "inputs": None}
 
 
+def _detached(array, sources):
+    """``array``, or a copy of it when it may share memory with one of the
+    arrays ``sources`` (dense or sparse)."""
+    def buffer(a):
+        return a.data if sp.issparse(a) else a
+
+    mine = buffer(array)
+    for source in sources:
+        theirs = buffer(source)
+        if isinstance(theirs, np.ndarray) and np.may_share_memory(mine, theirs):
+            return array.copy()
+    return array
+
+
 def posterior_cache(estimator, reason, X, Y, sample_weight, tau, theta,
-                    incremental, target_attributes):
+                    incremental, target_attributes, sources=()):
     """The cache of a fit's posterior: its inputs, or why it has none. The
     rows and the fit's parameters are one value, so that a thread reads
-    both or neither; a fit without a posterior keeps no rows."""
+    both or neither; a fit without a posterior keeps no rows.
+
+    ``sources`` are the arrays the fit was given, as validated (the
+    caller's own memory when validation did not copy them): rows that may
+    share memory with them are copied, so that a caller changing its
+    arrays after ``fit`` does not change the posterior computed later."""
     if reason is not None:
         return {"state": no_posterior(reason), "inputs": None}
+    X, Y, sample_weight = (_detached(a, sources) for a in (X, Y, sample_weight))
     return {"state": None,
             "inputs": ((X, Y, sample_weight, float(tau),
                         np.array(theta, dtype=np.float64), bool(incremental),
@@ -194,7 +214,7 @@ class PosteriorMixin:
             raise ValueError(
                 "No predictive uncertainty is available: "
                 f"{state.get('_laplace_unavailable') or 'refit the estimator'}.")
-        network = self._network(Z.shape[1], self.output_weights_.shape[1])
+        network = self._fitted_network(Z.shape[1], self.output_weights_.shape[1])
         theta = network.pack(self.hidden_weights_, self.output_weights_,
                              getattr(self, "hidden_intercept_", None),
                              getattr(self, "output_intercept_", None),

@@ -516,3 +516,97 @@ def test_weights_set_between_partial_fits_are_not_undone():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X, y)
     assert clf._solver_state.step_from is None
+
+
+# ---------------------------------------------------------------------------
+# What a fit keeps is its own: the caller's arrays, the parameters changed
+# after it, and the fits before it do not change its predictions.
+
+
+def _smooth_regression(n=200, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, 3)
+    return X, X[:, 0] + np.sin(X[:, 1]) + 0.3 * rng.randn(n)
+
+
+@pytest.mark.parametrize("params", [
+    {"input_transform": None, "standardize_target": False},  # X, y kept as given
+    {},  # the input map and the target scale copy them; the weights are kept
+])
+def test_the_posterior_does_not_read_the_callers_arrays_after_fit(params):
+    X, y = _smooth_regression()
+    w = np.ones(len(y))
+    make = lambda: GGNScoreRegressor(n_hidden=8, random_state=0, **params)  # noqa: E731
+    expected = make().fit(X.copy(), y.copy(), sample_weight=w.copy())
+    Xc, yc, wc = X.copy(), y.copy(), w.copy()
+    reg = make().fit(Xc, yc, sample_weight=wc)
+    # the caller reuses its buffers before the first return_std
+    Xc *= 10.0
+    yc *= 3.0
+    wc[:190] = 0.0
+    np.testing.assert_array_equal(reg.predict(X[:5], return_std=True)[1],
+                                  expected.predict(X[:5], return_std=True)[1])
+    assert reg.noise_variance_ == expected.noise_variance_
+
+
+def test_the_probit_posterior_does_not_read_the_callers_inputs_after_fit():
+    X, y = _smooth_regression()
+    labels = (y > 0.5).astype(int)
+    make = lambda: GGNScoreClassifier(n_hidden=8, random_state=0,  # noqa: E731
+                                      input_transform=None, predictive="probit")
+    expected = make().fit(X.copy(), labels).predict_proba(X[:5])
+    Xc = X.copy()
+    clf = make().fit(Xc, labels)
+    Xc[:] = 0.0
+    np.testing.assert_array_equal(clf.predict_proba(X[:5]), expected)
+
+
+@pytest.mark.parametrize("change", [{"n_hidden": 4}, {"fit_intercept": False},
+                                    {"scaling": "mean_field"},
+                                    {"activation": "relu"}])
+def test_predictions_come_from_the_fit_not_from_parameters_changed_since(change):
+    X, y = _smooth_regression(100)
+    reg = GGNScoreRegressor(n_hidden=8, random_state=0).fit(X, y)
+    mean, std = reg.predict(X[:5], return_std=True)
+    reg.set_params(**change)
+    changed_mean, changed_std = reg.predict(X[:5], return_std=True)
+    np.testing.assert_array_equal(changed_mean, mean)
+    np.testing.assert_array_equal(changed_std, std)
+    # and the refit takes the new parameters
+    reg.fit(X, y)
+    assert not np.array_equal(reg.predict(X[:5]), mean)
+
+
+def test_a_fit_without_intercepts_keeps_none_of_an_earlier_fit():
+    X, y = _smooth_regression(100)
+    reg = GGNScoreRegressor(n_hidden=8, random_state=0).fit(X, y)
+    assert hasattr(reg, "hidden_intercept_")
+    reg.set_params(fit_intercept=False).fit(X, y)
+    assert not hasattr(reg, "hidden_intercept_")
+    assert not hasattr(reg, "output_intercept_")
+
+
+def test_a_warm_start_checks_the_fitted_feature_names():
+    pd = pytest.importorskip("pandas")
+    X, y = _smooth_regression(100)
+    frame = pd.DataFrame(X * [1.0, 100.0, 1e4], columns=["a", "b", "c"])
+    reg = GGNScoreRegressor(n_hidden=8, random_state=0, warm_start=True,
+                            max_iter=5).fit(frame, y)
+    with pytest.raises(ValueError, match="feature names should match"):
+        reg.fit(frame[["c", "b", "a"]], y)
+    with pytest.raises(ValueError, match="X has 2 features, but "
+                                         "GGNScoreRegressor is expecting 3"):
+        reg.fit(X[:, :2], y)
+    # an array warns as predict does, and the fitted names stay
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        reg.fit(frame.to_numpy(), y)
+    np.testing.assert_array_equal(reg.feature_names_in_, ["a", "b", "c"])
+
+
+@pytest.mark.parametrize("value", [5.0, 1e6, 0.0])
+def test_a_constant_target_is_learned_without_a_warning(value):
+    X, _ = _smooth_regression(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = GGNScoreRegressor(random_state=0).fit(X, np.full(200, value))
+    np.testing.assert_allclose(reg.predict(X[:3]), value, atol=1e-9)
