@@ -37,8 +37,11 @@ PARAMETERS = """
         the squared-error regressor refines by the generalized
         cross-validation of the problem linearized at the initial weights
         (``tau_path_``); sample weights count as rows. ``"evidence"``: as
-        ``"auto"``, the marginal likelihood in place of GCV. The value used
-        is ``tau_``. Typical range 1e-6 to 1e-1. See :ref:`default-tau`.
+        ``"auto"``, the marginal likelihood in place of GCV (so it selects
+        only where GCV would: the squared-error regressor in full batch;
+        elsewhere it is ``"auto"``'s rule and ``tau_path_`` is None). The
+        value used is ``tau_``. Typical range 1e-6 to 1e-1. See
+        :ref:`default-tau`.
 
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].

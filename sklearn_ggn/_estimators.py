@@ -79,8 +79,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         ``"primal"`` (exact, p × p), ``"last_layer"`` (the output layer
         only, the hidden layer held fixed), ``"auto"`` (the exact form of
         fewer flops while ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory
-        fits, else ``"last_layer"``), or None (none). The one used is
-        ``uncertainty_``. See :ref:`default-uncertainty`.
+        fits, else ``"last_layer"``, which is also the choice for sparse
+        X), or None (none). The one used is ``uncertainty_``. Pickling a
+        fitted estimator computes it too and stores it instead of the
+        training rows: the exact forms keep a factor of order ``m·K`` or
+        ``p`` (up to 32 or 72 MiB); ``uncertainty=None`` keeps neither.
+        See :ref:`default-uncertainty`.
 
     Attributes
     ----------
@@ -388,8 +392,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             default="auto"
         The structure of the linearized Laplace posterior at the fitted
         weights (``loss="log_loss"``), computed on first use for
-        ``predictive="probit"`` and ``log_marginal_likelihood_``; chosen as
-        for :class:`GGNScoreRegressor`. The one used is ``uncertainty_``.
+        ``predictive="probit"`` and ``log_marginal_likelihood_`` (and when
+        pickled, as for :class:`GGNScoreRegressor`); chosen as for
+        :class:`GGNScoreRegressor`. The one used is ``uncertainty_``.
 
     predictive : {"map", "probit"}, default="map"
         What :meth:`predict_proba` returns: ``"map"``, the softmax (sigmoid)
