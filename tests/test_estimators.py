@@ -610,3 +610,17 @@ def test_a_constant_target_is_learned_without_a_warning(value):
         warnings.simplefilter("error")
         reg = GGNScoreRegressor(random_state=0).fit(X, np.full(200, value))
     np.testing.assert_allclose(reg.predict(X[:3]), value, atol=1e-9)
+
+
+def test_the_posterior_does_not_read_the_callers_sparse_inputs_after_fit():
+    X, y = _smooth_regression()
+    X[np.abs(X) < 0.5] = 0.0
+    make = lambda: GGNScoreRegressor(n_hidden=8, random_state=0,  # noqa: E731
+                                     input_transform=None)
+    expected = make().fit(sp.csr_matrix(X), y)
+    given = sp.csr_matrix(X)
+    reg = make().fit(given, y)
+    given.data *= 10.0  # the caller reuses the matrix's buffer
+    np.testing.assert_array_equal(
+        reg.predict(sp.csr_matrix(X[:5]), return_std=True)[1],
+        expected.predict(sp.csr_matrix(X[:5]), return_std=True)[1])
