@@ -17,7 +17,7 @@ from sklearn.metrics import check_scoring
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight
 
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
@@ -217,8 +217,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
 
     # ---------------------------------------------------------------- hooks
     @abstractmethod
-    def _validate_input(self, X, y, reset, classes=None):
-        """Return ``(X, Y)`` with Y the (b × K) training targets in X's dtype."""
+    def _validate_input(self, X, y, reset, classes=None, keep_features=False):
+        """Return ``(X, Y)`` with Y the (b × K) training targets in X's dtype.
+
+        ``reset``: set up the targets (and X's features) afresh;
+        ``keep_features``: check X's features against the fitted ones even
+        then (a warm start)."""
 
     @abstractmethod
     def _score_outputs(self, outputs, Y, sample_weight):
@@ -298,14 +302,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         from ``hidden_weights_``, its activation, κ and biases those of the
         fit (a parameter changed since, without a refit, changes nothing;
         weights set by hand before any fit take the parameters')."""
-        n_hidden = self.hidden_weights_.shape[0]
         form = self.__dict__.get("_network_form")
         if form is None:
-            form = (self.activation, _plan.kappa(self.scaling, n_hidden),
-                    self.fit_intercept)
+            return self._network(n_features, n_outputs)
         activation, kappa, fit_intercept = form
-        return TwoLayerNetwork(n_features, n_hidden, n_outputs, kappa,
-                               activation, fit_intercept)
+        return TwoLayerNetwork(n_features, self.hidden_weights_.shape[0],
+                               n_outputs, kappa, activation, fit_intercept)
 
     def _regularizer_object(self):
         return REGULARIZERS[self.regularizer](
@@ -475,18 +477,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         snapshot = self.__dict__.copy()
         try:
             first_call = not (incremental and hasattr(self, "n_iter_"))
-            warm = (first_call and self.warm_start
-                    and "n_features_in_" in self.__dict__)
-            if warm:
-                # a warm start continues the fitted weights and input map:
-                # X's columns must be the fitted ones, by count and by name,
-                # as for partial_fit and predict (and the names stay)
-                validate_data(self, X, reset=False, skip_check_array=True)
-                names = self.__dict__.get("feature_names_in_")
-            X_checked, Y = self._validate_input(X, y, reset=first_call,
-                                                classes=classes)
-            if warm and names is not None:
-                self.feature_names_in_ = names
+            # a warm start continues the fitted weights and input map: X's
+            # columns must be the fitted ones, by count and by name, as for
+            # partial_fit and predict
+            X_checked, Y = self._validate_input(
+                X, y, reset=first_call, classes=classes,
+                keep_features=self.warm_start and "n_features_in_" in self.__dict__)
             data = TrainingData(X_checked, Y, y, _check_sample_weight(
                 sample_weight, X_checked, dtype=X_checked.dtype,
                 ensure_non_negative=True).astype(np.float64, copy=False))

@@ -195,8 +195,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return self._selects_tau() or (self.loss == "huber"
                                        and self.solver == "ggn")
 
-    def _validate_input(self, X, y, reset, classes=None):
-        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+    def _validate_input(self, X, y, reset, classes=None, keep_features=False):
+        X, y = validate_data(self, X, y, reset=reset and not keep_features,
+                             dtype=[np.float64, np.float32],
                              accept_sparse=_ACCEPT_SPARSE, multi_output=True,
                              y_numeric=True, ensure_min_samples=1, order="C")
         Y = np.asarray(y, dtype=X.dtype)
@@ -540,8 +541,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         return (self.loss == "log_loss" and len(self.classes_) == 2
                 and not self._multilabel)
 
-    def _validate_input(self, X, y, reset, classes=None):
-        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+    def _validate_input(self, X, y, reset, classes=None, keep_features=False):
+        X, y = validate_data(self, X, y, reset=reset and not keep_features,
+                             dtype=[np.float64, np.float32],
                              accept_sparse=_ACCEPT_SPARSE, ensure_min_samples=1,
                              order="C", multi_output=True)
         if sp.issparse(y):
