@@ -144,6 +144,19 @@ def _not_learned_advice(est, problem, steps, shrink, penalty0, baseline,
                    "to few rows give a heavy penalty)."
                    if est.tau in ("auto", "evidence") else
                    "(tau='auto', or search np.logspace(-5, -1, 5))."))
+    path = getattr(est, "tau_path_", None)
+    if path is not None and (shrink < COLLAPSED_NORM or max(steps) < TINY_STEP):
+        criterion = {"gcv": "generalized cross-validation",
+                     "evidence": "the marginal likelihood"}.get(
+                         path.get("criterion"), "its criterion")
+        return (f"tau={est.tau!r} chose τ = {problem.tau:.3g} by "
+                f"{criterion} of the problem "
+                "linearized at the initial weights: the criterion finds the "
+                "signal too weak for the network to beat a constant "
+                f"prediction, and the weights shrank to {shrink:.2g} of their "
+                "initial norm. If you expect signal, compare smaller fixed "
+                "values by cross-validation (e.g. tau in np.logspace(-5, -1, "
+                "5) in GridSearchCV).")
     if unscaled is not None or x_max > 10:
         reason = unscaled or f"their values reach {x_max:.3g}"
         return (f"The features are not standardized ({reason}): scale "

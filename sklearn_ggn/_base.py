@@ -477,6 +477,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         snapshot = self.__dict__.copy()
         try:
             first_call = not (incremental and hasattr(self, "n_iter_"))
+            self._check_continued_loss(incremental, first_call)
             # a warm start continues the fitted weights and input map: X's
             # columns must be the fitted ones, by count and by name, as for
             # partial_fit and predict
@@ -488,6 +489,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                 ensure_non_negative=True).astype(np.float64, copy=False))
             if (X_val is None) != (y_val is None):
                 raise ValueError("X_val and y_val must be given together.")
+            if sample_weight_val is not None and X_val is None:
+                raise ValueError("sample_weight_val weighs the rows of X_val "
+                                 "and y_val, which were not given.")
             validation = None
             if X_val is not None:
                 validation = (*self._validate_input(X_val, y_val, reset=False),
@@ -512,6 +516,27 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             self.__dict__.update(snapshot)
             self.__dict__.update(kept)
             raise
+
+    def _loss_of_fit(self):
+        """The loss the weights were fitted with (``loss`` before any fit): a
+        ``loss`` changed since changes nothing until a fit from scratch."""
+        return self.__dict__.get("_fit_loss", self.loss)
+
+    def _check_continued_loss(self, incremental, first_call):
+        """Raise when a fit that continues the fitted weights (``warm_start``
+        or a later ``partial_fit``) would train another loss than theirs: the
+        targets' encoding, the outputs and the predictions belong to it."""
+        continues = self.warm_start or (incremental and not first_call)
+        fitted = self.__dict__.get("_fit_loss")
+        if (continues and "hidden_weights_" in self.__dict__
+                and fitted is not None and fitted != self.loss):
+            how = ("partial_fit" if incremental and not first_call
+                   else "warm_start=True")
+            raise ValueError(
+                f"loss={self.loss!r}, but the weights were fitted with "
+                f"loss={fitted!r}: a fit that continues them ({how}) trains "
+                f"the same loss. Set loss={fitted!r} again, or fit from "
+                "scratch (warm_start=False, or fit instead of partial_fit).")
 
     def _watch_plan(self, data, incremental, validation):
         """The plan's overfitting watch of this fit, or None."""
@@ -704,6 +729,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             sources=given)
         fitted.update(_network_form=(network.activation, network.kappa,
                                      network.fit_intercept),
+                      _fit_loss=self.loss,
                       _rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)

@@ -93,7 +93,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         the weighted residual sum of squares of the training rows divided
         by ``N K − γ``, γ the effective number of parameters of the
         linearized fit (see the user guide); None when ``uncertainty_`` is
-        None.
+        None. With several outputs σ̂² is one value shared by all of them in
+        the units the network is trained in (the standardized targets), so
+        each output's is that value times its ``target_scale_²``: outputs
+        whose noise differs relative to their spread get intervals too wide
+        for one and too narrow for another. For a noise variance per
+        output fit one regressor per output (``MultiOutputRegressor``).
 
     target_mean_ : ndarray of shape (`n_outputs_`,)
         What is subtracted from each output before training and added back
@@ -345,7 +350,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         # (the network's inputs, mapped once for the mean and the std)
         Z, Za = self._network_inputs(X, augmented=True)
         out = self._outputs_at(Z.astype(self.hidden_weights_.dtype, copy=False), Za)
-        if self.loss == "poisson":
+        if self._loss_of_fit() == "poisson":
             out = PoissonLoss.mean(out)
         # back to the units of y (see standardize_target)
         scale = np.asarray(getattr(self, "target_scale_", 1.0), dtype=out.dtype)
@@ -517,12 +522,17 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             table[present] = compute_class_weight("balanced", classes=present,
                                                   y=codes)
         else:
-            unknown = [c for c in self.class_weight
-                       if c not in set(self.classes_.tolist())]
-            if unknown:
+            # scikit-learn's rule (compute_class_weight): labels that are not
+            # classes are allowed when every class has its weight (a class
+            # missing from one cross-validation fold)
+            classes = self.classes_.tolist()
+            unknown = [c for c in self.class_weight if c not in set(classes)]
+            unweighted = [c for c in classes if c not in self.class_weight]
+            if unknown and unweighted:
                 raise ValueError(
-                    f"class_weight has labels that are not classes: {unknown}; "
-                    f"the classes are {self.classes_.tolist()}.")
+                    f"class_weight has labels that are not classes: {unknown}, "
+                    f"and no weight for the classes {unweighted} (the classes "
+                    f"are {classes}).")
             table = compute_class_weight(self.class_weight, classes=self.classes_,
                                          y=self.classes_[codes])
         return self._checked_class_factor(table[codes])
@@ -568,8 +578,12 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                 # an indicator matrix: one output (sigmoid) per label, whose
                 # labels are the columns, as MLPClassifier's classes_
                 labels = np.arange(y.shape[1])
-                if classes is not None and len(unique_labels(classes)) == y.shape[1]:
-                    labels = unique_labels(classes)
+                if classes is not None and not np.array_equal(
+                        np.asarray(classes).ravel(), labels):
+                    raise ValueError(
+                        f"y is a multilabel indicator matrix of {y.shape[1]} "
+                        "labels, whose classes are its column indices "
+                        f"{labels.tolist()}; got classes={_plain(classes)!r}.")
             else:
                 # y's labels found once (each unique_labels is a pass over y)
                 if classes is None:
@@ -729,7 +743,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         """
         scores = self.decision_function(X)
         if self._multilabel:  # the indicator matrix, as MLPClassifier
-            threshold = 0.0 if self.loss == "log_loss" else 0.5
+            threshold = 0.0 if self._loss_of_fit() == "log_loss" else 0.5
             return (scores > threshold).astype(int)
         if scores.ndim == 1:
             return self.classes_[(scores > 0).astype(int)]
@@ -738,9 +752,10 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     def _has_proba(self):
         # As scikit-learn's SVC(probability=False): hasattr is False, and the
         # AttributeError's cause says why.
-        if self.loss != "log_loss":
+        loss = self._loss_of_fit()
+        if loss != "log_loss":
             raise AttributeError(
-                f"predict_proba is not available with loss={self.loss!r}: the "
+                f"predict_proba is not available with loss={loss!r}: the "
                 "squared-error classifier fits one-hot targets and its outputs "
                 "are not probabilities. Use loss='log_loss' for class "
                 "probabilities.")

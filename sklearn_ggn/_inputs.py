@@ -119,7 +119,7 @@ def _sparse_statistics(X, sample_weight):
     w = (np.ones(n) if sample_weight is None
          else np.asarray(sample_weight, dtype=np.float64))
     present = w > 0
-    X = sp.csr_array(X)
+    X = _canonical(X)
     if not np.all(present):
         X, w = X[np.flatnonzero(present)], w[present]
     step = max(1, -(-X.shape[0] // _QUANTILE_ROWS))
@@ -262,6 +262,17 @@ def _clip_values(z, scale, dtype, out):
     return out
 
 
+def _canonical(X):
+    """Sparse ``X`` as a CSR array without duplicate entries: a value stored
+    twice is, as SciPy defines it, their sum, and the map of a sum is not the
+    sum of the maps (the caller's matrix is not changed)."""
+    X = sp.csr_array(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
 def _sparse_map(X, center, scale):
     """Sparse ``X`` through the map as a CSR matrix, or None when it would be
     more than ``_SPARSE_FILL`` full (then the caller maps it dense).
@@ -271,7 +282,7 @@ def _sparse_map(X, center, scale):
     ``f(−center · scale) ≠ 0``: it is stored in full."""
     n, d = X.shape
     dtype = X.dtype
-    X = sp.csr_array(X)
+    X = _canonical(X)
     centered = np.flatnonzero(center != 0)
     kept = np.ones(d, dtype=bool)
     kept[centered] = False

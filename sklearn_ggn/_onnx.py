@@ -212,7 +212,7 @@ def _convert_regressor(scope, operator, container):
     est = operator.raw_operator
     graph = _Graph(scope, container, _input_dtype(operator))
     outputs = _network_outputs(graph, est, operator.inputs[0].full_name)
-    if est.loss == "poisson":
+    if est._loss_of_fit() == "poisson":
         outputs = graph.node("Exp", [outputs])
     scale = np.asarray(getattr(est, "target_scale_", np.ones(est.n_outputs_)))
     mean = np.asarray(getattr(est, "target_mean_", np.zeros(est.n_outputs_)))
@@ -243,7 +243,7 @@ def _convert_classifier(scope, operator, container):
     outputs = _network_outputs(graph, est, operator.inputs[0].full_name)
     label_name, scores_name = (operator.outputs[0].full_name,
                                operator.outputs[1].full_name)
-    log_loss = est.loss == "log_loss"
+    log_loss = est._loss_of_fit() == "log_loss"
     if est._multilabel:
         # predict: the indicator matrix of the outputs above the threshold
         threshold = graph.constant("threshold", 0.0 if log_loss else 0.5)

@@ -137,6 +137,22 @@ def test_multilabel_balanced_and_list():
         GGNScoreClassifier(class_weight=[{0: 1, 1: 2}], **params).fit(X, Y)
 
 
+def test_labels_that_are_not_classes_follow_compute_class_weight():
+    """As scikit-learn's: a dict may weigh labels that are not classes (a
+    class missing from a cross-validation fold) when every class has its
+    weight; the fit is the one with compute_sample_weight's weights."""
+    X, y = imbalanced()
+    params = dict(n_hidden=8, max_iter=5, random_state=0)
+    class_weight = {0: 1.0, 1: 3.0, 7: 5.0}
+    weighted = GGNScoreClassifier(class_weight=class_weight, **params).fit(X, y)
+    reference = GGNScoreClassifier(**params).fit(
+        X, y, sample_weight=compute_sample_weight(class_weight, y))
+    assert_same_fit(weighted, reference)
+    with pytest.raises(ValueError, match=r"not classes: \[7\].*no weight for "
+                                         r"the classes \[0\]"):
+        GGNScoreClassifier(class_weight={1: 3.0, 7: 5.0}, **params).fit(X, y)
+
+
 def test_errors():
     X, y = imbalanced()
     with pytest.raises(ValueError, match="not classes"):

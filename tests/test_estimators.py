@@ -624,3 +624,101 @@ def test_the_posterior_does_not_read_the_callers_sparse_inputs_after_fit():
     np.testing.assert_array_equal(
         reg.predict(sp.csr_matrix(X[:5]), return_std=True)[1],
         expected.predict(sp.csr_matrix(X[:5]), return_std=True)[1])
+
+
+def _positive_regression(n=80):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, 4))
+    return X, np.abs(X @ np.array([1.0, -2.0, 0.5, 1.0])) + 1.0
+
+
+@pytest.mark.parametrize("how", ["warm_start", "partial_fit"])
+def test_continuing_with_another_loss_is_refused(how):
+    """The targets' encoding, the outputs and the predictions belong to the
+    loss the weights were fitted with: a fit that continues them with
+    another loss raises (a squared-error fit continued as Poisson trained
+    on centred, partly negative targets and scored R² −1e4)."""
+    X, y = _positive_regression()
+    reg = GGNScoreRegressor(n_hidden=8, max_iter=5, random_state=0,
+                            warm_start=how == "warm_start")
+    getattr(reg, "fit" if how == "warm_start" else "partial_fit")(X, y)
+    before = reg.predict(X)
+    reg.set_params(loss="poisson")
+    with pytest.raises(ValueError, match="fitted with loss='squared_error'"):
+        getattr(reg, "fit" if how == "warm_start" else "partial_fit")(X, y)
+    # refused without a change, and the predictions stay the fitted loss's
+    np.testing.assert_array_equal(reg.predict(X), before)
+    reg.set_params(warm_start=False).fit(X, y)  # a fit from scratch trains it
+    assert reg.predict(X).min() > 0
+
+
+def test_classifier_predictions_keep_the_fitted_loss():
+    """predict_proba and the multilabel threshold follow the loss of the
+    fit, not one set since."""
+    X, y = make_classification(120, 6, random_state=0)
+    clf = GGNScoreClassifier(n_hidden=8, max_iter=5, random_state=0).fit(X, y)
+    proba = clf.predict_proba(X)
+    clf.set_params(loss="squared_error")
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    with pytest.raises(ValueError, match="fitted with loss='log_loss'"):
+        clf.partial_fit(X, y)
+    square = GGNScoreClassifier(loss="squared_error", n_hidden=8, max_iter=5,
+                                random_state=0).fit(X, y)
+    square.set_params(loss="log_loss")
+    assert not hasattr(square, "predict_proba")
+
+
+@pytest.mark.parametrize("Est", [GGNScoreClassifier, GGNScoreRegressor])
+def test_sparse_duplicate_entries_are_their_sum(Est):
+    """SciPy reads a value stored twice as the sum of both: the input map
+    (non-linear) sees the sum, so the fit and the predictions are those of
+    the summed matrix; the caller's matrix keeps its duplicates."""
+    X = sp.random(150, 20, density=0.2, format="csr", random_state=0)
+    y = (np.asarray(X.sum(axis=1)).ravel() > 0.5 * 20 * 0.2).astype(int)
+    first = X.indices[0]
+    duplicated = sp.csr_matrix(
+        (np.r_[X.data[:1], 2.0, X.data[1:]],
+         np.r_[X.indices[:1], first, X.indices[1:]],
+         np.r_[0, X.indptr[1:] + 1]), shape=X.shape)
+    summed = duplicated.copy()
+    summed.sum_duplicates()
+    out = "predict_proba" if Est is GGNScoreClassifier else "predict"
+    params = dict(n_hidden=8, max_iter=5, random_state=0)
+    on_summed = Est(**params).fit(summed, y)
+    np.testing.assert_allclose(getattr(on_summed, out)(duplicated),
+                               getattr(on_summed, out)(summed.toarray()),
+                               rtol=0, atol=1e-12)
+    on_duplicated = Est(**params).fit(duplicated, y)
+    np.testing.assert_allclose(getattr(on_duplicated, out)(summed),
+                               getattr(on_summed, out)(summed), rtol=0, atol=1e-12)
+    assert not duplicated.has_canonical_format and duplicated.nnz == X.nnz + 1
+
+
+def test_sample_weight_val_without_validation_rows_is_an_error():
+    X, y = _positive_regression()
+    with pytest.raises(ValueError, match="sample_weight_val"):
+        GGNScoreRegressor(max_iter=2).fit(X, y, sample_weight_val=np.ones(3))
+
+
+@pytest.mark.parametrize("classes", [[0, 1], ["x", "y", "z"]])
+def test_multilabel_classes_must_be_the_label_columns(classes):
+    from sklearn.datasets import make_multilabel_classification
+
+    X, Y = make_multilabel_classification(100, 5, n_classes=3, random_state=0)
+    with pytest.raises(ValueError, match="column indices"):
+        GGNScoreClassifier(max_iter=2).partial_fit(X, Y, classes=classes)
+    clf = GGNScoreClassifier(max_iter=2).partial_fit(X, Y, classes=[0, 1, 2])
+    np.testing.assert_array_equal(clf.classes_, [0, 1, 2])
+
+
+def test_a_tau_chosen_too_large_by_gcv_is_named_as_the_cause():
+    """A weak signal for which GCV picks a large τ: the weights collapse
+    and the warning names the criterion's choice, not the step."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((200, 1))
+    y = 0.3 * x[:, 0] + rng.standard_normal(200)
+    with pytest.warns(ConvergenceWarning, match="by generalized "
+                      "cross-validation") as caught:
+        reg = GGNScoreRegressor(random_state=0).fit(x, y)
+    assert reg.tau_path_ is not None and reg.tau_ > 0.1
+    assert not any("larger damping" in str(w.message) for w in caught)
