@@ -1,11 +1,13 @@
 """The public estimators: thin subclasses of :class:`BaseGGNScore`."""
 
+import warnings
 from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
@@ -33,6 +35,10 @@ from ._losses import (
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
 _ACCEPT_SPARSE = ("csr", "csc")
+# noise="heteroscedastic": leverages above this count as this (a row the
+# linearized fit interpolates would make its corrected square infinite)
+MAX_LEVERAGE = 0.99
+
 
 class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     __doc__ = with_docs("""Two-layer network regressor trained by GGN-SCORE.
@@ -86,6 +92,19 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         ``p`` (up to 32 or 72 MiB); ``uncertainty=None`` keeps neither.
         See :ref:`default-uncertainty`.
 
+    noise : {"homoscedastic", "heteroscedastic"}, default="homoscedastic"
+        The noise of the predictive distribution (``return_std``).
+        ``"homoscedastic"``: one variance per output, ``noise_variance_``.
+        ``"heteroscedastic"``: a variance that depends on x, fitted when the
+        posterior is built (on first use) by a second network of the same
+        parameters with ``loss="poisson"`` (a log-link model of the mean
+        square, ``noise_model_``) to the training rows' squared residuals
+        corrected for their leverage ``h_k`` in the linearized fit,
+        ``r_k² / (1 − h_k)``; its variance ν(x) replaces σ̂² in the
+        predictive variance, ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``. The fit of
+        the mean is the same either way. See :ref:`noise that depends on x
+        <uncertainty-heteroscedastic>`.
+
     Attributes
     ----------
     noise_variance_ : ndarray of shape (`n_outputs_`,) or None
@@ -132,6 +151,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         "epsilon": [_Number(Real, 0, None, closed="neither")],
         "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
                         None],
+        "noise": [StrOptions({"homoscedastic", "heteroscedastic"})],
     }
 
     def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
@@ -143,12 +163,13 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
-                 uncertainty="auto", input_transform="robust_clip",
-                 compute_dtype="auto"):
+                 uncertainty="auto", noise="homoscedastic",
+                 input_transform="robust_clip", compute_dtype="auto"):
         self.loss = loss
         self.standardize_target = standardize_target
         self.epsilon = epsilon
         self.uncertainty = uncertainty
+        self.noise = noise
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -194,6 +215,48 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         """The noise variance σ̂² of every output in the units of y, or None
         without a posterior (computed on first use, see ``uncertainty``)."""
         return self._noise_checked().get("noise_variance_")
+
+    @property
+    def noise_model_(self):
+        """The fitted model of the noise variance of ``noise="heteroscedastic"``
+        (a ``GGNScoreRegressor`` with ``loss="poisson"`` on the network's
+        inputs, in the standardized units of the targets), or None (computed
+        on first use, with the posterior)."""
+        return self._posterior().get("_noise_model")
+
+    def _noise_model_attributes(self, network, X, Y, sample_weight, theta,
+                                posterior):
+        """``{"_noise_model": ...}``: for ``noise="heteroscedastic"`` the
+        Poisson network fitted to the training rows' squared residuals
+        corrected for their leverage (standardized units).
+
+        The linearized fit is a linear smoother of the targets with hat
+        matrix ``S = J̃ B⁻¹ J̃ᵀ``; row k's leverage (output c) is
+        ``h_kc = (w_k / (N K)) [J_k B⁻¹ J_kᵀ]_cc``
+        (``_laplace.leverages``), and ``E[r_kc²] = σ²(x_k)
+        (1 − h_kc)`` for a linear smoother: the plain squares would make the
+        noise small where the network fits its rows closely."""
+        if self.noise != "heteroscedastic":
+            return {"_noise_model": None}
+        from . import _laplace
+
+        Xa = network.augment(X.astype(np.float64, copy=False))
+        leverage = _laplace.leverages(network, theta, posterior, Xa,
+                                      sample_weight)
+        outputs = network.forward(theta, Xa, with_deriv=False).outputs
+        squares = (np.asarray(Y, dtype=np.float64) - outputs) ** 2 / (
+            1.0 - np.minimum(leverage, MAX_LEVERAGE))
+        params = self.get_params(deep=False)
+        params.update(loss="poisson", noise="homoscedastic", uncertainty=None,
+                      input_transform=None, standardize_target=True,
+                      warm_start=False, verbose=False, tau="auto")
+        model = type(self)(**params)
+        with warnings.catch_warnings():
+            # (a constant noise is a model that "did not learn"; the mean
+            # fit has already said what it had to)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(X, squares, sample_weight=sample_weight)
+        return {"_noise_model": model}
 
     def _full_batch_regression(self):
         # the Huber loss keeps full batches as long as the squared error
@@ -331,7 +394,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             input under the linearized Laplace approximation of the fit
             (``loss="squared_error"`` fitted by ``fit``; see
             ``uncertainty``), in the units of ``y`` and with the noise
-            included: ``sqrt(noise_variance_ + J(x) P⁻¹ J(x)ᵀ)``.
+            included: ``sqrt(noise_variance_ + J(x) P⁻¹ J(x)ᵀ)`` (with
+            ``noise="heteroscedastic"`` the noise model's variance at x in
+            place of ``noise_variance_``, in both terms).
 
         Returns
         -------
@@ -360,9 +425,14 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         one_dimensional = getattr(self, "_y_ndim", 2) == 1
         if not return_std:
             return out[:, 0] if one_dimensional else out
-        # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise σ²
+        # P⁻¹ = σ²/(N K) B⁻¹ in the standardized units, plus the noise: σ²,
+        # or the noise model's variance at x
         variance = self._output_variance(Z, Za)  # (raises without a posterior)
-        sigma2 = self._noise_checked()["_laplace"]["noise_variance"]
+        state = self._noise_checked()
+        sigma2 = state["_laplace"]["noise_variance"]
+        noise_model = state.get("_noise_model")
+        if noise_model is not None:  # σ²(x) in place of σ² in both terms
+            sigma2 = noise_model.predict(Z).reshape(variance.shape)
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
         std = (np.sqrt(variance) * np.asarray(getattr(self, "target_scale_", 1.0),

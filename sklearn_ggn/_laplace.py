@@ -373,6 +373,29 @@ def output_variance(network, theta, posterior, Xa):
     return np.maximum(out, 0.0)
 
 
+def leverages(network, theta, posterior, Xa, sample_weight):
+    """The diagonal of the linearized fit's hat matrix ``S = J̃ B⁻¹ J̃ᵀ`` on
+    training rows, per row and output (b, K): ``h_kc = (w_k / (N K))
+    [J_k B⁻¹ J_kᵀ]_cc`` with ``N = Σ w`` (the squared error's
+    ``J̃_k = sqrt(s_k / K) J_k``, ``s_k = w_k / N``), the derivative of the
+    row's fitted value in its own target.
+
+    Parameters
+    ----------
+    network : TwoLayerNetwork
+    theta : ndarray of shape (p,)
+    posterior : dict
+        :func:`fit_posterior`'s factor over all training rows.
+    Xa : ndarray or sparse matrix of shape (b, d̂)
+        Augmented training inputs.
+    sample_weight : ndarray of shape (b,)
+        Their weights (all of them: ``N`` is their sum).
+    """
+    w = np.asarray(sample_weight, dtype=np.float64)
+    scale = w / (w.sum() * network.n_outputs)
+    return output_variance(network, theta, posterior, Xa) * scale[:, None]
+
+
 def choose_structure(requested, network, n_rows, sparse_input=False,
                      available_bytes=None):
     """The structure of ``uncertainty="auto"``, or the requested one.

@@ -195,7 +195,15 @@ class PosteriorMixin:
                           _laplace_unavailable=None,
                           **self._evidence_attributes(log_z, sigma2, posterior,
                                                       target_attributes))
+        attributes.update(self._noise_model_attributes(
+            network, X, Y, sample_weight, theta, posterior))
         return attributes
+
+    def _noise_model_attributes(self, network, X, Y, sample_weight, theta,
+                                posterior):
+        """The posterior's model of the noise (the regressor's
+        ``noise="heteroscedastic"``); none by default."""
+        return {}
 
     def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
         """``log_marginal_likelihood_`` (and the regressor's noise) in the

@@ -552,3 +552,99 @@ def test_the_noise_warning_survives_pickling():
     for attribute in ("noise_variance_", "log_marginal_likelihood_"):
         with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
             getattr(one, attribute)
+
+
+# ------------------------------------------------- noise="heteroscedastic"
+def _hat_reference(reg, X, sample_weight):
+    """The diagonal of the hat matrix ``J̃ B⁻¹ J̃ᵀ`` from the explicit
+    Jacobian (rows k K + c)."""
+    Z = reg._network_inputs(X)
+    dense, theta, _ = _dense(reg)
+    n, K = dense.n, dense.K
+    w = np.asarray(sample_weight, float)
+    row_s = np.repeat(w / w.sum() / K, K)
+    J = dense.jacobian(Z)
+    curvature = REGULARIZERS[reg.regularizer](np.sqrt(n)).hessian(theta)
+    B = J.T @ (row_s[:, None] * J) + reg.tau_ * np.diag(curvature)
+    J_tilde = np.sqrt(row_s)[:, None] * J
+    return np.einsum("rp,pq,rq->r", J_tilde, np.linalg.inv(B),
+                     J_tilde).reshape(-1, K)
+
+
+@pytest.mark.parametrize("structure", ["dual", "primal"])
+@pytest.mark.parametrize("K", [1, 2])
+def test_leverages_are_the_hat_matrix_diagonal(structure, K):
+    from sklearn_ggn import _laplace
+
+    X, y, _ = _data(K=K)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, X.shape[0])
+    reg = GGNScoreRegressor(n_hidden=5, tau=0.05, max_iter=8, random_state=0,
+                            uncertainty=structure).fit(X, y, sample_weight=w)
+    network = reg._fitted_network(X.shape[1], K)
+    theta = network.pack(reg.hidden_weights_, reg.output_weights_,
+                         reg.hidden_intercept_, reg.output_intercept_)
+    h = _laplace.leverages(network, theta, reg._posterior()["_laplace"],
+                           network.augment(reg._network_inputs(X)), w)
+    np.testing.assert_allclose(h, _hat_reference(reg, X, w), rtol=1e-8)
+    # (their sum is the effective number of parameters of the evidence)
+    np.testing.assert_allclose(h.sum(), reg._posterior()["_laplace"]["dof"],
+                               rtol=1e-8)
+
+
+def _heteroscedastic(n, seed):
+    """y = sin(3 x0) + x1 + noise whose std grows 20-fold with |x2|."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, (n, 3))
+    sd = 0.05 + 0.95 * np.abs(X[:, 2])
+    return X, np.sin(3 * X[:, 0]) + X[:, 1] + sd * rng.standard_normal(n), sd
+
+
+def test_heteroscedastic_noise_follows_the_inputs():
+    """Intervals whose width follows the noise: near 95 % coverage where the
+    noise is small and where it is large (one constant variance over-covers
+    the first and under-covers the second), a lower NLL, the same mean."""
+    X, y, _ = _heteroscedastic(1000, 0)
+    X_test, y_test, sd_test = _heteroscedastic(4000, 1)
+    fits = {noise: GGNScoreRegressor(noise=noise, random_state=0).fit(X, y)
+            for noise in ("homoscedastic", "heteroscedastic")}
+    low, high = sd_test < 0.3, sd_test > 0.7
+    results = {}
+    for noise, reg in fits.items():
+        mean, std = reg.predict(X_test, return_std=True)
+        z = np.abs(y_test - mean) / std
+        nll = np.mean(0.5 * np.log(2 * np.pi * std**2) + 0.5 * z**2)
+        results[noise] = (mean, nll, np.mean(z[low] <= 1.96),
+                          np.mean(z[high] <= 1.96))
+    np.testing.assert_array_equal(results["homoscedastic"][0],
+                                  results["heteroscedastic"][0])
+    _, nll_homo, low_homo, high_homo = results["homoscedastic"]
+    _, nll_het, low_het, high_het = results["heteroscedastic"]
+    assert low_homo > 0.99 and high_homo < 0.9  # the constant variance
+    assert low_het > 0.9 and 0.92 < high_het < 0.99
+    assert nll_het < nll_homo - 0.2
+    model = fits["heteroscedastic"].noise_model_
+    assert isinstance(model, GGNScoreRegressor) and model.loss == "poisson"
+    reg = fits["heteroscedastic"]
+    noise_sd = np.sqrt(model.predict(reg._network_inputs(X_test))).ravel()
+    assert np.corrcoef(noise_sd, sd_test)[0, 1] > 0.9
+    assert fits["homoscedastic"].noise_model_ is None
+
+
+def test_heteroscedastic_noise_survives_pickling():
+    import pickle
+
+    X, y, _ = _heteroscedastic(300, 0)
+    reg = GGNScoreRegressor(noise="heteroscedastic", n_hidden=20,
+                            random_state=0).fit(X, y)
+    restored = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(restored.predict(X[:10], return_std=True)[1],
+                                  reg.predict(X[:10], return_std=True)[1])
+
+
+def test_heteroscedastic_noise_needs_a_posterior():
+    X, y, _ = _heteroscedastic(200, 0)
+    reg = GGNScoreRegressor(noise="heteroscedastic", loss="huber", max_iter=5,
+                            random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="No predictive uncertainty"):
+        reg.predict(X, return_std=True)
+    assert reg.noise_model_ is None
