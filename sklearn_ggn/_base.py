@@ -730,6 +730,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         fitted.update(_network_form=(network.activation, network.kappa,
                                      network.fit_intercept),
                       _fit_loss=self.loss,
+                      # (a seed for what the posterior fits on first use: from
+                      # a copy, so that the fit's stream does not move, and
+                      # fixed now, so that the first use does not draw from
+                      # random_state then)
+                      _posterior_seed=int(copy.deepcopy(rng).randint(
+                          np.iinfo(np.int32).max)),
                       _rng=rng, _solver_state=result.state,
                       linear_solver_=result.linear_solver,
                       batch_size_=solver.batching.batch_size)

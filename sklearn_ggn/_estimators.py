@@ -96,13 +96,17 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         The noise of the predictive distribution (``return_std``).
         ``"homoscedastic"``: one variance per output, ``noise_variance_``.
         ``"heteroscedastic"``: a variance that depends on x, fitted when the
-        posterior is built (on first use) by a second network of the same
-        parameters with ``loss="poisson"`` (a log-link model of the mean
-        square, ``noise_model_``) to the training rows' squared residuals
-        corrected for their leverage ``h_k`` in the linearized fit,
-        ``r_k² / (1 − h_k)``; its variance ν(x) replaces σ̂² in the
-        predictive variance, ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``. The fit of
-        the mean is the same either way. See :ref:`noise that depends on x
+        posterior is built (on first use) by a second network
+        (``noise_model_``: this one's parameters but ``loss="poisson"``, a
+        log-link model of the mean square, ``tau="auto"``, no input map as
+        it takes the network's inputs, its own target scaling) to the
+        training rows' squared residuals corrected for their leverage
+        ``h_k`` in the linearized fit, ``r_k² / (1 − h_k)``; its variance
+        ν(x) replaces σ̂² in the predictive variance,
+        ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``. The fit of the mean is the
+        same either way. The noise model is a network fitted to noisy
+        squares: it wants hundreds of rows (on tens it can collapse
+        locally, giving intervals far too narrow). See :ref:`noise that depends on x
         <uncertainty-heteroscedastic>`.
 
     Attributes
@@ -118,6 +122,12 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         whose noise differs relative to their spread get intervals too wide
         for one and too narrow for another. For a noise variance per
         output fit one regressor per output (``MultiOutputRegressor``).
+
+    noise_model_ : GGNScoreRegressor or None
+        The model of the noise variance of ``noise="heteroscedastic"``
+        (``loss="poisson"`` on the network's inputs, in the standardized
+        units of the targets), fitted with the posterior on first use; None
+        otherwise or without a posterior.
 
     target_mean_ : ndarray of shape (`n_outputs_`,)
         What is subtracted from each output before training and added back
@@ -231,25 +241,31 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         corrected for their leverage (standardized units).
 
         The linearized fit is a linear smoother of the targets with hat
-        matrix ``S = J̃ B⁻¹ J̃ᵀ``; row k's leverage (output c) is
-        ``h_kc = (w_k / (N K)) [J_k B⁻¹ J_kᵀ]_cc``
-        (``_laplace.leverages``), and ``E[r_kc²] = σ²(x_k)
-        (1 − h_kc)`` for a linear smoother: the plain squares would make the
-        noise small where the network fits its rows closely."""
+        matrix ``S = J̃ B⁻¹ J̃ᵀ``; the leverage of one unit of weight of
+        row k (output c) is ``h_kc = [J_k B⁻¹ J_kᵀ]_cc / (N K)``
+        (``_laplace.leverages``), and ``E[r_kc²] ≈ σ²(x_k) (1 − h_kc)`` (exact
+        for a projection; ``σ² (1 − 2 h + (S²)_kk) ≤ σ² (1 − h)`` for this
+        regularized smoother, so the estimate is a little low): the plain
+        squares would make the noise small where the network fits its rows
+        closely."""
         if self.noise != "heteroscedastic":
             return {"_noise_model": None}
         from . import _laplace
 
         Xa = network.augment(X.astype(np.float64, copy=False))
+        # (per unit of weight: an integer weight is that many rows, each
+        # with its share of the row's leverage)
         leverage = _laplace.leverages(network, theta, posterior, Xa,
-                                      sample_weight)
+                                      sample_weight, per_unit=True)
         outputs = network.forward(theta, Xa, with_deriv=False).outputs
         squares = (np.asarray(Y, dtype=np.float64) - outputs) ** 2 / (
             1.0 - np.minimum(leverage, MAX_LEVERAGE))
         params = self.get_params(deep=False)
         params.update(loss="poisson", noise="homoscedastic", uncertainty=None,
                       input_transform=None, standardize_target=True,
-                      warm_start=False, verbose=False, tau="auto")
+                      warm_start=False, verbose=False, tau="auto",
+                      random_state=self.__dict__.get("_posterior_seed",
+                                                     self.random_state))
         model = type(self)(**params)
         with warnings.catch_warnings():
             # (a constant noise is a model that "did not learn"; the mean

@@ -373,12 +373,14 @@ def output_variance(network, theta, posterior, Xa):
     return np.maximum(out, 0.0)
 
 
-def leverages(network, theta, posterior, Xa, sample_weight):
+def leverages(network, theta, posterior, Xa, sample_weight, per_unit=False):
     """The diagonal of the linearized fit's hat matrix ``S = J̃ B⁻¹ J̃ᵀ`` on
     training rows, per row and output (b, K): ``h_kc = (w_k / (N K))
     [J_k B⁻¹ J_kᵀ]_cc`` with ``N = Σ w`` (the squared error's
     ``J̃_k = sqrt(s_k / K) J_k``, ``s_k = w_k / N``), the derivative of the
-    row's fitted value in its own target.
+    row's fitted value in its own target. ``per_unit``: the leverage of one
+    unit of weight, ``h_kc / w_k`` (that of each copy when an integer weight
+    stands for repeated rows).
 
     Parameters
     ----------
@@ -392,7 +394,7 @@ def leverages(network, theta, posterior, Xa, sample_weight):
         Their weights (all of them: ``N`` is their sum).
     """
     w = np.asarray(sample_weight, dtype=np.float64)
-    scale = w / (w.sum() * network.n_outputs)
+    scale = (np.ones_like(w) if per_unit else w) / (w.sum() * network.n_outputs)
     return output_variance(network, theta, posterior, Xa) * scale[:, None]
 
 
