@@ -16,7 +16,9 @@ else:
                    suppress_health_check=[HealthCheck.too_slow,
                                           HealthCheck.data_too_large,
                                           HealthCheck.filter_too_much])
-    settings.register_profile("ci", max_examples=25, **_common)
+    # (the suite's profile draws the same examples on every run: a run
+    # fails for the code, not for the draw; "long" explores)
+    settings.register_profile("ci", max_examples=25, derandomize=True, **_common)
     settings.register_profile("long", max_examples=1000, **_common)
 
 
