@@ -120,8 +120,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         the units the network is trained in (the standardized targets), so
         each output's is that value times its ``target_scale_²``: outputs
         whose noise differs relative to their spread get intervals too wide
-        for one and too narrow for another. For a noise variance per
-        output fit one regressor per output (``MultiOutputRegressor``).
+        for one and too narrow for another. ``noise="heteroscedastic"``
+        fits a noise variance per output (and per x); so does one regressor
+        per output (``MultiOutputRegressor``).
 
     noise_model_ : GGNScoreRegressor or None
         The model of the noise variance of ``noise="heteroscedastic"``

@@ -695,3 +695,23 @@ def test_heteroscedastic_noise_is_fixed_by_the_fit_not_by_its_first_use():
     before = np.random.get_state()[1].copy()
     reg.predict(X[:5], return_std=True)
     np.testing.assert_array_equal(np.random.get_state()[1], before)
+
+
+def test_heteroscedastic_noise_has_a_variance_per_output():
+    """Two outputs whose noise differs relative to their spread (sd 0.1
+    and 30 around the same signal, times 1 and 100): one shared
+    standardized variance over-covers the first and under-covers the
+    second; the noise model's outputs cover both."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1.0, 1.0, (1500, 3))
+    f = np.sin(3 * X[:, 0]) + X[:, 1]
+    Y = np.c_[f + 0.1 * rng.standard_normal(1500),
+              100 * (f + 0.3 * rng.standard_normal(1500))]
+    coverage = {}
+    for noise in ("homoscedastic", "heteroscedastic"):
+        reg = GGNScoreRegressor(noise=noise, random_state=0).fit(X[:1000], Y[:1000])
+        mean, std = reg.predict(X[1000:], return_std=True)
+        coverage[noise] = np.mean(np.abs(Y[1000:] - mean) <= 1.96 * std, axis=0)
+    assert coverage["homoscedastic"][0] > 0.99 and coverage["homoscedastic"][1] < 0.9
+    assert np.all((coverage["heteroscedastic"] > 0.91)
+                  & (coverage["heteroscedastic"] < 0.98))
