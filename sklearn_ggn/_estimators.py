@@ -20,6 +20,7 @@ from sklearn.utils.multiclass import (
 )
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from . import _plan
 from ._base import BaseGGNScore, _Number
 from ._docstrings import fill_doc, with_docs
 from ._persistence import _plain
@@ -262,9 +263,13 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         squares = (np.asarray(Y, dtype=np.float64) - outputs) ** 2 / (
             1.0 - np.minimum(leverage, MAX_LEVERAGE))
         params = self.get_params(deep=False)
+        # τ: the full-batch rule (the penalty weighs as much as ten rows)
+        # whatever the batches: a squared residual is a noisy target, its
+        # standard deviation √2 times its mean for Gaussian noise
+        tau = _plan.rule_tau(float(np.sum(sample_weight, dtype=np.float64)))
         params.update(loss="poisson", noise="homoscedastic", uncertainty=None,
                       input_transform=None, standardize_target=True,
-                      warm_start=False, verbose=False, tau="auto",
+                      warm_start=False, verbose=False, tau=tau,
                       random_state=self.__dict__.get("_posterior_seed",
                                                      self.random_state))
         model = type(self)(**params)
