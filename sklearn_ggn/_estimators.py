@@ -99,16 +99,17 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         ``"heteroscedastic"``: a variance that depends on x, fitted when the
         posterior is built (on first use) by a second network
         (``noise_model_``: this one's parameters but ``loss="poisson"``, a
-        log-link model of the mean square, ``tau="auto"``, no input map as
-        it takes the network's inputs, its own target scaling) to the
-        training rows' squared residuals corrected for their leverage
-        ``h_k`` in the linearized fit, ``r_k² / (1 − h_k)``; its variance
-        ν(x) replaces σ̂² in the predictive variance,
+        log-link model of the mean square, τ = ``min(0.01, 10/n)`` (the
+        full-batch rule, whatever its batches), no input map as it takes
+        the network's inputs, its own target scaling) to the training
+        rows' squared residuals corrected for their leverage ``h_k`` in
+        the linearized fit, ``r_k² / (1 − h_k)``; its variance ν(x)
+        replaces σ̂² in the predictive variance,
         ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``. The fit of the mean is the
         same either way. The noise model is a network fitted to noisy
         squares: it wants hundreds of rows (on tens it can collapse
-        locally, giving intervals far too narrow). See :ref:`noise that depends on x
-        <uncertainty-heteroscedastic>`.
+        locally, giving intervals far too narrow). See :ref:`noise that
+        depends on x <uncertainty-heteroscedastic>`.
 
     Attributes
     ----------
