@@ -522,13 +522,18 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         ``loss`` changed since changes nothing until a fit from scratch."""
         return self.__dict__.get("_fit_loss", self.loss)
 
+    def _continues(self, incremental, first_call):
+        """Whether this call reuses the fitted weights when there are some:
+        a ``warm_start`` fit, or a ``partial_fit`` after the first."""
+        return self.warm_start or (incremental and not first_call)
+
     def _check_continued_loss(self, incremental, first_call):
         """Raise when a fit that continues the fitted weights (``warm_start``
         or a later ``partial_fit``) would train another loss than theirs: the
         targets' encoding, the outputs and the predictions belong to it."""
-        continues = self.warm_start or (incremental and not first_call)
         fitted = self.__dict__.get("_fit_loss")
-        if (continues and "hidden_weights_" in self.__dict__
+        if (self._continues(incremental, first_call)
+                and "hidden_weights_" in self.__dict__
                 and fitted is not None and fitted != self.loss):
             how = ("partial_fit" if incremental and not first_call
                    else "warm_start=True")
@@ -577,7 +582,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             rng = check_random_state(self.random_state if phase.seed is None
                                      else phase.seed)
         network = self._network(X.shape[1], Y.shape[1])
-        reuse = (self.warm_start or (incremental and not first_call)
+        reuse = (self._continues(incremental, first_call)
                  if phase.continues is None else phase.continues)
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
         # drawn in float64 and cast to the dtype the fit computes in (below)

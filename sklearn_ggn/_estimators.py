@@ -259,7 +259,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         # (per unit of weight: an integer weight is that many rows, each
         # with its share of the row's leverage)
         leverage = _laplace.leverages(network, theta, posterior, Xa,
-                                      sample_weight, per_unit=True)
+                                      sample_weight)
         outputs = network.forward(theta, Xa, with_deriv=False).outputs
         squares = (np.asarray(Y, dtype=np.float64) - outputs) ** 2 / (
             1.0 - np.minimum(leverage, MAX_LEVERAGE))

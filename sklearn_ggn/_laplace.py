@@ -373,14 +373,14 @@ def output_variance(network, theta, posterior, Xa):
     return np.maximum(out, 0.0)
 
 
-def leverages(network, theta, posterior, Xa, sample_weight, per_unit=False):
-    """The diagonal of the linearized fit's hat matrix ``S = J̃ B⁻¹ J̃ᵀ`` on
-    training rows, per row and output (b, K): ``h_kc = (w_k / (N K))
-    [J_k B⁻¹ J_kᵀ]_cc`` with ``N = Σ w`` (the squared error's
-    ``J̃_k = sqrt(s_k / K) J_k``, ``s_k = w_k / N``), the derivative of the
-    row's fitted value in its own target. ``per_unit``: the leverage of one
-    unit of weight, ``h_kc / w_k`` (that of each copy when an integer weight
-    stands for repeated rows).
+def leverages(network, theta, posterior, Xa, sample_weight):
+    """The leverage of one unit of weight of each training row in the
+    linearized fit, per row and output (b, K): ``[J_k B⁻¹ J_kᵀ]_cc / (N K)``
+    with ``N = Σ w``. Times ``w_k`` it is the diagonal of the hat matrix
+    ``S = J̃ B⁻¹ J̃ᵀ`` (the squared error's ``J̃_k = sqrt(s_k / K) J_k``,
+    ``s_k = w_k / N``), the derivative of the row's fitted value in its own
+    target; per unit of weight it is each copy's share when an integer
+    weight stands for repeated rows.
 
     Parameters
     ----------
@@ -393,9 +393,8 @@ def leverages(network, theta, posterior, Xa, sample_weight, per_unit=False):
     sample_weight : ndarray of shape (b,)
         Their weights (all of them: ``N`` is their sum).
     """
-    w = np.asarray(sample_weight, dtype=np.float64)
-    scale = (np.ones_like(w) if per_unit else w) / (w.sum() * network.n_outputs)
-    return output_variance(network, theta, posterior, Xa) * scale[:, None]
+    N = float(np.sum(sample_weight, dtype=np.float64))
+    return output_variance(network, theta, posterior, Xa) / (N * network.n_outputs)
 
 
 def choose_structure(requested, network, n_rows, sparse_input=False,

@@ -584,7 +584,7 @@ def test_leverages_are_the_hat_matrix_diagonal(structure, K):
     theta = network.pack(reg.hidden_weights_, reg.output_weights_,
                          reg.hidden_intercept_, reg.output_intercept_)
     h = _laplace.leverages(network, theta, reg._posterior()["_laplace"],
-                           network.augment(reg._network_inputs(X)), w)
+                           network.augment(reg._network_inputs(X)), w) * w[:, None]
     np.testing.assert_allclose(h, _hat_reference(reg, X, w), rtol=1e-8)
     # (their sum is the effective number of parameters of the evidence)
     np.testing.assert_allclose(h.sum(), reg._posterior()["_laplace"]["dof"],
