@@ -220,14 +220,13 @@ def _huber_gcv_class():
 
 
 def huber_tau(data_home, seeds=3, fraction=0.05, shift=50.0):
-    global _HuberGCV
-    _HuberGCV = _huber_gcv_class()
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
     from sklearn_ggn import GGNScoreRegressor
 
+    huber_gcv = _huber_gcv_class()
     results = {}
     for name, seed, X_tr, X_te, y_tr, y_te, columns in _huber_tau_tasks(
             data_home, seeds):
@@ -248,7 +247,7 @@ def huber_tau(data_home, seeds=3, fraction=0.05, shift=50.0):
                     [("numeric", StandardScaler(), columns[0]),
                      ("categorical", OneHotEncoder(handle_unknown="ignore"),
                       columns[1])], sparse_threshold=0.0))
-                estimator = (_HuberGCV if label == "GCV" else GGNScoreRegressor)
+                estimator = huber_gcv if label == "GCV" else GGNScoreRegressor
                 model = make_pipeline(pre, estimator(
                     random_state=seed, uncertainty=None, **params))
                 model.fit(X_tr, targets)

@@ -458,6 +458,9 @@ UCI_PUBLISHED = {
                                    "deep_ensemble": (4.71, 2.83)},
 }
 UCI_MODELS = ("ggn", "ggn_het", "mlp", "gp", "ngboost")
+# the models of the package among them (with return_std and a posterior),
+# as the report names them
+UCI_GGN = {"ggn": "defaults", "ggn_het": "heteroscedastic"}
 
 
 def uci_splits(folder):
@@ -529,7 +532,7 @@ def _uci_models(name, seed, n_features):
 
 def _uci_predict(label, model, X):
     """``(mean, std)`` of a fitted model on X."""
-    if label in ("ggn", "ggn_het"):
+    if label in UCI_GGN:
         return model.predict(X, return_std=True)
     if label == "gp":
         return model.predict(X, return_std=True)
@@ -556,7 +559,7 @@ def _uci_split(name, X, y, train, test, seed, labels):
                                                   - model.predict(X[train]))))
         record = {**gaussian_metrics(y[test], mean, std), "fit_s": fit_s,
                   "predict_s": std_s}
-        if label in ("ggn", "ggn_het"):
+        if label in UCI_GGN:
             est = model[-1]
             record.update(structure=est.uncertainty_, tau=float(est.tau_),
                           epochs=int(est.n_iter_))
@@ -610,7 +613,7 @@ def _uci_summary(results):
                 entry[key] = float(v.mean())
                 entry[key + "_se"] = float(v.std(ddof=1) / np.sqrt(v.size)
                                            if v.size > 1 else 0.0)
-            if label in ("ggn", "ggn_het"):
+            if label in UCI_GGN:
                 entry["structure"] = sorted({r["structure"] for r in values})
             summary[name][label] = entry
     return summary
@@ -662,7 +665,7 @@ def _uci_report(results):
         lines += [f"### {title}", "", md_table(headers, rows), ""]
     rows = []
     for name in names:
-        for label, model in (("ggn", "defaults"), ("ggn_het", "heteroscedastic")):
+        for label, model in UCI_GGN.items():
             if label not in summary[name]:  # (a run of the other models only)
                 continue
             g = summary[name][label]
@@ -676,7 +679,7 @@ def _uci_report(results):
                         "first return_std [s]", "ratio"], rows), ""]
     # the acceptance bar of the benchmark
     checks = []
-    for label, model in (("ggn", "defaults"), ("ggn_het", "heteroscedastic")):
+    for label, model in UCI_GGN.items():
         for name in names:
             s = summary[name]
             if label not in s:
