@@ -25,6 +25,7 @@ from ._inputs import robust_clip, robust_clip_statistics
 from ._monitor import Monitor, Records
 from ._network import TwoLayerNetwork
 from ._persistence import PersistenceMixin
+from ._plan import Phase
 from ._posterior import PosteriorMixin, fitting_posterior, posterior_cache
 from ._regularizers import REGULARIZERS
 from ._tau import select_tau
@@ -102,36 +103,6 @@ class TrainingData(NamedTuple):
         y = self.y.toarray() if sp.issparse(self.y) else np.asarray(self.y)
         return TrainingData(self.X[idx], self.Y[idx], y[idx],
                             self.sample_weight[idx])
-
-
-class Phase(NamedTuple):
-    """One solve of a fit. An ordinary fit is one phase, ``Phase()``; the
-    overfitting watch's fit is two (:mod:`sklearn_ggn._watch`).
-
-    Attributes
-    ----------
-    max_iter : int or None
-        Iterations of this solve (None: the plan's).
-    seed : int or None
-        The random stream's seed (None: ``random_state``).
-    rows_weight : float or None
-        The rows' count of ``tau="auto"`` (None: this phase's rows').
-    watch : OverfittingWatch or None
-        The watch's stopping rule.
-    continues : bool or None
-        Whether the solve continues the fitted weights (None: as
-        ``warm_start`` and ``partial_fit`` say).
-    refit : bool
-        A refit for the watch's best epochs (its ``max_iter`` is no
-        warning's business).
-    """
-
-    max_iter: object = None
-    seed: object = None
-    rows_weight: object = None
-    watch: object = None
-    continues: object = None
-    refit: bool = False
 
 
 class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,

@@ -384,3 +384,33 @@ def plan_fit(params, data, *, warn=True):
         watch=(watch_plan(params, data, structured)
                if watches(params["early_stopping"]) else None),
         incremental=incremental)
+
+
+class Phase(NamedTuple):
+    """One solve of a fit. An ordinary fit is one phase, ``Phase()``; the
+    overfitting watch's fit is two (:mod:`sklearn_ggn._watch`).
+
+    Attributes
+    ----------
+    max_iter : int or None
+        Iterations of this solve (None: the plan's).
+    seed : int or None
+        The random stream's seed (None: ``random_state``).
+    rows_weight : float or None
+        The rows' count of ``tau="auto"`` (None: this phase's rows').
+    watch : OverfittingWatch or None
+        The watch's stopping rule.
+    continues : bool or None
+        Whether the solve continues the fitted weights (None: as
+        ``warm_start`` and ``partial_fit`` say).
+    refit : bool
+        A refit for the watch's best epochs (its ``max_iter`` is no
+        warning's business).
+    """
+
+    max_iter: object = None
+    seed: object = None
+    rows_weight: object = None
+    watch: object = None
+    continues: object = None
+    refit: bool = False

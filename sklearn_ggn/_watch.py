@@ -11,20 +11,23 @@ risk (the watch phase). Then, on all rows (:func:`fit_watched`):
 * otherwise the held-out rows join and the fit goes on from where it is.
 
 Every phase is a call of the estimator's ``_fit_phase`` with a
-:class:`~sklearn_ggn._base.Phase`; nothing of a phase is kept on the
+:class:`~sklearn_ggn._plan.Phase`; nothing of a phase is kept on the
 estimator but the fitted attributes of its solve.
 """
 
+import contextlib
 import warnings
 from numbers import Integral
 
 import numpy as np
 from sklearn.base import is_classifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight
 
 from . import _plan
+from ._plan import Phase
 from .engine import OverfittingWatch
 
 
@@ -82,33 +85,89 @@ def split(est, data, sample_weight, watch):
 def fit_watched(est, data, watch_split, watch):
     """The fit of ``early_stopping="auto"``: the watch, then all rows; sets
     ``overfitting_watch_``."""
-    from ._base import Phase
-
     idx_train, idx_val, val_weight, seed, rows_weight = watch_split
     rule = OverfittingWatch(watch.epochs, watch.longest, watch.rise, watch.gap,
                             watch.patience)
     held_out = data.rows(idx_val)
-    # the watch's own fit is internal: its warnings (max_iter reached, the
-    # input's advice) belong to the fit on all rows, which repeats them
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        status = est._fit_phase(
-            data.rows(idx_train), False,
-            (held_out.X, held_out.Y, held_out.y, val_weight),
-            Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
-                  watch=rule, continues=False))
+    # Each phase's warnings are recorded and raised once at the end (also
+    # when a phase raises): the watch's fit gives the input's and the
+    # width's advice first, the fit on all rows mostly again.
+    watch_warnings, final_warnings = [], []
+    try:
+        with _caught(watch_warnings):
+            status = est._fit_phase(
+                data.rows(idx_train), False,
+                (held_out.X, held_out.Y, held_out.y, val_weight),
+                Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
+                      watch=rule, continues=False))
+        report = _fit_all_rows(est, data, rule, status, watch, seed,
+                               len(idx_val), final_warnings)
+    finally:
+        _warn_once(watch_warnings, final_warnings)
+    est.overfitting_watch_ = report
+
+
+@contextlib.contextmanager
+def _caught(into):
+    """Record into the list ``into`` every warning raised in the context,
+    whatever the caller's filters (they apply when :func:`_warn_once`
+    raises the warnings again)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            into.extend(caught)
+
+
+def _warn_once(watch_warnings, final_warnings):
+    """Raise the warnings of a watched fit, each once: those of the fit on
+    all rows, and those of the watch's fit on the split that the fit on all
+    rows did not raise from the same place (a data or width warning the
+    watch's fit gave alone). The watch's own convergence warnings are about
+    a fit that is not the model (its cap of epochs, its split's risk) and
+    are dropped: the fit on all rows reports its own."""
+    places = {(w.category, w.filename, w.lineno) for w in final_warnings}
+    for w in watch_warnings:
+        place = (w.category, w.filename, w.lineno)
+        if issubclass(w.category, ConvergenceWarning) or place in places:
+            continue
+        places.add(place)
+        _raise(w)
+    for w in final_warnings:
+        _raise(w)
+
+
+def _raise(w):
+    """Raise a recorded warning again, from where it was raised."""
+    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
+                           source=w.source)
+
+
+def _fit_all_rows(est, data, rule, status, watch, seed, n_val, caught):
+    """The fit on all rows after the watch (its warnings recorded into
+    ``caught``): the refit to the best epoch, the ordinary fit, or the
+    watch's fit continued with the held-out rows. Returns the watch's
+    report, ``overfitting_watch_``."""
     watched = len(est.loss_curve_)
     risks = list(est.history_.get("validation_risk", []))
     scores = list(est.history_.get("validation_score", []))
     overfitting = rule.overfitting_at is not None
     best = rule.best_epoch(risks) if overfitting else None
-    report = {"validation_rows": int(len(idx_val)), "epochs": watched,
+    report = {"validation_rows": int(n_val), "epochs": watched,
               "overfitting": overfitting, "best_epoch": best,
               "validation_loss_curve": risks, "validation_scores": scores,
               "rule": {"epochs": watch.epochs, "longest": watch.longest,
                        "rise": watch.rise, "gap": watch.gap,
                        "patience": watch.patience}}
-    if overfitting:
+    with _caught(caught):
+        _continue_on_all_rows(est, data, rule, status, watch, seed, watched, best)
+    return report
+
+
+def _continue_on_all_rows(est, data, rule, status, watch, seed, watched, best):
+    """The solve on all rows that the watch's outcome calls for."""
+    if best is not None:
         if est.verbose:
             print(f"Overfitting watch: the held-out risk rose for "
                   f"{watch.patience} epochs"
@@ -138,4 +197,3 @@ def fit_watched(est, data, watch_split, watch):
         for key in ("validation_risk", "validation_score"):
             est.history_.pop(key, None)
         est.validation_loss_curve_ = None
-    est.overfitting_watch_ = report

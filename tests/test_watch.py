@@ -16,7 +16,14 @@ from sklearn.metrics import make_scorer
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _base, _plan, paper_params
+from sklearn_ggn import (
+    GGNScoreClassifier,
+    GGNScoreRegressor,
+    _advice,
+    _base,
+    _plan,
+    paper_params,
+)
 from sklearn_ggn.engine import OverfittingRule, StepFailure
 
 
@@ -773,3 +780,73 @@ def test_verbose_says_why_a_regressors_watch_ended(capsys):
             "risk.") in out
     assert "the callback asked to stop" not in out
     assert "the held-out rows join the training rows" in out
+
+
+@pytest.mark.parametrize("branch", ["overfitting", "continues", "diverged"])
+def test_each_warning_of_a_watched_fit_reaches_the_user_once(monkeypatch, branch):
+    # the data warning and the width advice (their thresholds lowered so
+    # that these fits, whose branches the tests above pin, give them), the
+    # max_iter warning of the fit on all rows (a refit to the best epoch
+    # ends at its max_iter by design), and a warning that only the watch's
+    # fit on the split gives
+    monkeypatch.setattr(_advice, "EXTREME_INPUT", 0.5)
+    monkeypatch.setattr(_advice, "ABSURD_PARAMS_PER_SAMPLE", 0)
+    monkeypatch.setattr(_advice, "ABSURD_FIT_FLOPS", 0)
+    calls = []
+    check_width = _advice.check_width
+
+    def first_call_warns(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            warnings.warn("the watch's fit alone says this", UserWarning)
+        return check_width(*args, **kwargs)
+
+    monkeypatch.setattr(_advice, "check_width", first_call_warns)
+    if branch == "overfitting":
+        X, y = _one_hot_noisy()
+        est = GGNScoreClassifier(random_state=0)
+    elif branch == "continues":
+        X, y = _smooth_regression()
+        est = GGNScoreRegressor(random_state=0, max_iter=20)
+    else:
+        X, y = _one_hot_regression(noise=0.5, seed=4)
+        _interrupt_watch_at(monkeypatch, 8, "diverge")
+        est = GGNScoreRegressor(random_state=4, max_iter=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    watch = est.overfitting_watch_
+    assert watch["overfitting"] == (branch == "overfitting")
+    assert (watch["epochs"] < 10) == (branch == "diverged")
+    assert len(calls) == 2  # the watch's fit and the fit on all rows
+    messages = [str(w.message) for w in caught]
+    expected = {"X has values up to": 1, "gives": 1,
+                "the watch's fit alone says this": 1,
+                "Maximum iterations": 0 if branch == "overfitting" else 1}
+    for start, count in expected.items():
+        assert sum(m.startswith(start) or m.startswith(f"n_hidden=100 {start}")
+                   for m in messages) == count, (start, messages)
+    assert len(messages) == sum(expected.values()), messages
+    # the width advice is the fit on all rows' (its rows), not the watch's
+    width = [m for m in messages if m.startswith("n_hidden=")]
+    assert f"for {X.shape[0]} training samples" in width[0]
+
+
+def test_a_watched_fit_that_raises_still_gives_its_warnings(monkeypatch):
+    monkeypatch.setattr(_advice, "EXTREME_INPUT", 0.5)
+    X, y = _smooth_regression()
+    fit_phase = GGNScoreRegressor._fit_phase
+    phases = []
+
+    def second_phase_raises(self, *args, **kwargs):
+        phases.append(1)
+        if len(phases) == 2:
+            raise KeyboardInterrupt
+        return fit_phase(self, *args, **kwargs)
+
+    monkeypatch.setattr(GGNScoreRegressor, "_fit_phase", second_phase_raises)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            GGNScoreRegressor(random_state=0, max_iter=20).fit(X, y)
+    assert [str(w.message)[:18] for w in caught] == ["X has values up to"]
