@@ -9,6 +9,7 @@ import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 from typing import NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -103,6 +104,30 @@ class TrainingData(NamedTuple):
         y = self.y.toarray() if sp.issparse(self.y) else np.asarray(self.y)
         return TrainingData(self.X[idx], self.Y[idx], y[idx],
                             self.sample_weight[idx])
+
+
+class Start(NamedTuple):
+    """Where a solve starts.
+
+    Attributes
+    ----------
+    theta0 : ndarray
+        The initial parameters, drawn in float64.
+    rng : RandomState
+        The fit's random stream.
+    fresh_start : bool
+        Whether no fitted weights are continued.
+    reuse : bool
+        Whether the solve continues the fitted weights and the solver's state.
+    first_call : bool
+        Whether this is a fit, or the first ``partial_fit`` call.
+    """
+
+    theta0: object
+    rng: object
+    fresh_start: bool
+    reuse: bool
+    first_call: bool
 
 
 class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
@@ -575,8 +600,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         if phase.max_iter is not None:
             plan = plan._replace(max_iter=phase.max_iter)
         return self._solve(network, plan, phase, fitted, target_attributes,
-                           (X, Y, sample_weight, y), validation, theta0, rng,
-                           fresh_start, reuse, first_call)
+                           (X, Y, sample_weight, y), validation,
+                           Start(theta0, rng, fresh_start, reuse, first_call))
 
     def _validation_rows(self, X, Y, sample_weight, y, validation,
                          target_attributes, incremental, rng):
@@ -635,8 +660,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                 labels[idx_train], validation, True)
 
     def _solve(self, network, plan, phase, fitted, target_attributes, training,
-               validation, theta0, rng, fresh_start, reuse, first_call):
+               validation, start):
         """Map the inputs, choose τ, solve, and set the fitted attributes."""
+        theta0, rng, fresh_start, reuse, first_call = start
         X, Y, sample_weight, y = training
         given = (X, Y, sample_weight)  # (validated; perhaps the caller's)
         dtype, incremental = X.dtype, plan.incremental
@@ -694,26 +720,10 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         theta = early.best_theta if early else result.theta
         monitor.close(result, theta)
         _advice.check_finite(problem, result, theta)
-        fitted.update({name + "_": value for name, value
-                       in self._weights(network, theta, dtype).items()})
-        fitted.update(records.attributes(result, early))
-        # the Laplace posterior is computed on first use (_posterior), from
-        # the rows and parameters this fit keeps in its cache
-        fitted["_posterior_cache"] = posterior_cache(
-            self, self._posterior_unavailable(incremental, tau), X, Y,
-            sample_weight, tau, theta, incremental, target_attributes,
-            sources=given)
-        fitted.update(_network_form=(network.activation, network.kappa,
-                                     network.fit_intercept),
-                      _fit_loss=self.loss,
-                      # (a seed for what the posterior fits on first use: from
-                      # a copy, so that the fit's stream does not move, and
-                      # fixed now, so that the first use does not draw from
-                      # random_state then)
-                      _posterior_seed=int(copy.deepcopy(rng).randint(
-                          np.iinfo(np.int32).max)),
-                      _rng=rng, _solver_state=result.state,
-                      linear_solver_=result.linear_solver,
+        fitted.update(records.attributes(result, early),
+                      **self._solved_attributes(network, problem, X, result,
+                                                theta, dtype, rng, incremental,
+                                                target_attributes, given),
                       batch_size_=solver.batching.batch_size)
         if not network.fit_intercept:  # (no intercepts of an earlier fit)
             for name in ("hidden_intercept_", "output_intercept_"):
@@ -728,6 +738,31 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             _advice.check_learned(self, problem, result, unscaled, x_max, penalty0,
                                   theta0, theta)
         return result.status
+
+    def _solved_attributes(self, network, problem, X, result, theta, dtype, rng,
+                           incremental, target_attributes, given):
+        """The fitted attributes of a solve that ended at ``theta`` (``X``
+        the rows as the network saw them): the weights in X's ``dtype``, the posterior's cache, the network's form
+        and the state a warm start or ``partial_fit`` continues from."""
+        attributes = {name + "_": value for name, value
+                      in self._weights(network, theta, dtype).items()}
+        # the Laplace posterior is computed on first use (_posterior), from
+        # the rows and parameters this fit keeps in its cache
+        attributes["_posterior_cache"] = posterior_cache(
+            self, self._posterior_unavailable(incremental, problem.tau),
+            X, problem.Y, problem.sample_weight, problem.tau, theta,
+            incremental, target_attributes, sources=given)
+        attributes.update(
+            _network_form=(network.activation, network.kappa,
+                           network.fit_intercept),
+            _fit_loss=self.loss,
+            # (a seed for what the posterior fits on first use: from a copy,
+            # so that the fit's stream does not move, and fixed now, so that
+            # the first use does not draw from random_state then)
+            _posterior_seed=int(copy.deepcopy(rng).randint(np.iinfo(np.int32).max)),
+            _rng=rng, _solver_state=result.state,
+            linear_solver_=result.linear_solver)
+        return attributes
 
     def _mapped_inputs(self, network, X, sample_weight, fresh_start, incremental,
                        work):

@@ -109,10 +109,8 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
     >>> clf.n_hidden, clf.batch_size, clf.max_iter, round(clf.mu, 2)
     (512, 16, 1, 22.63)
     """
-    for name, value, allowed in (("convention", convention, sorted(_CONVENTIONS)),
-                                 ("solver", solver, ["gd", "ggn"])):
-        if value not in allowed:
-            raise ValueError(f"{name}={value!r} is not one of {allowed}.")
+    _check_choice("convention", convention, sorted(_CONVENTIONS))
+    _check_choice("solver", solver, ["gd", "ggn"])
     params = {**_CONVENTIONS[convention], "batch_size": batch_size, "mu": mu,
               "tau": tau, "step_size": 0.95, "line_search": False,
               "scaling": "ntk", "regularizer": "pseudo_huber",
@@ -121,6 +119,11 @@ def paper_params(convention="paper", *, batch_size=None, mu="auto", tau=1e-4,
     if experiment is None:
         return params
     return _experiment_params(params, experiment, batch_size, mu, solver)
+
+
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {allowed}.")
 
 
 def _experiment_params(params, experiment, batch_size, mu, solver):
