@@ -11,7 +11,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.class_weight import compute_class_weight, compute_sample_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import (
     check_classification_targets,
@@ -23,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from . import _plan
 from ._base import BaseGGNScore, _Number
 from ._docstrings import fill_doc, with_docs
-from ._persistence import _plain
+from ._labels import check_labels_known, class_sample_weight
 from ._losses import (
     HuberLoss,
     LogLoss,
@@ -32,6 +31,7 @@ from ._losses import (
     SquaredError,
     robust_target_statistics,
 )
+from ._persistence import _plain
 
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
@@ -586,59 +586,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
     _posterior_loss = "log_loss"
 
     def _class_sample_weight(self, Y):
-        if self.class_weight is None:
-            return None
-        if self._multilabel:
-            if isinstance(self.class_weight, dict):
-                raise ValueError(
-                    "class_weight for multilabel targets must be 'balanced' or a "
-                    "list of one dict per label (keys 0 and 1), as for "
-                    f"RandomForestClassifier; got a dict: {self.class_weight!r}.")
-            if (isinstance(self.class_weight, list)
-                    and len(self.class_weight) != Y.shape[1]):
-                raise ValueError(
-                    f"class_weight has {len(self.class_weight)} dicts but y has "
-                    f"{Y.shape[1]} labels: give one dict per label.")
-            return self._checked_class_factor(
-                compute_sample_weight(self.class_weight, Y.astype(np.int64)))
-        if isinstance(self.class_weight, list):
-            raise ValueError(
-                "class_weight as a list of dicts is for multilabel targets; for "
-                "one label per sample, give a dict {class label: weight} or "
-                "'balanced'.")
-        codes = (Y[:, 0] > 0.5).astype(np.intp) if Y.shape[1] == 1 \
-            else Y.argmax(axis=1)
-        if self.class_weight == "balanced":
-            # the classes present in this call (compute_sample_weight's)
-            present = np.unique(codes)
-            table = np.zeros(len(self.classes_))
-            table[present] = compute_class_weight("balanced", classes=present,
-                                                  y=codes)
-        else:
-            # scikit-learn's rule (compute_class_weight): labels that are not
-            # classes are allowed when every class has its weight (a class
-            # missing from one cross-validation fold)
-            classes = self.classes_.tolist()
-            unknown = [c for c in self.class_weight if c not in set(classes)]
-            unweighted = [c for c in classes if c not in self.class_weight]
-            if unknown and unweighted:
-                raise ValueError(
-                    f"class_weight has labels that are not classes: {unknown}, "
-                    f"and no weight for the classes {unweighted} (the classes "
-                    f"are {classes}).")
-            table = compute_class_weight(self.class_weight, classes=self.classes_,
-                                         y=self.classes_[codes])
-        return self._checked_class_factor(table[codes])
-
-    def _checked_class_factor(self, factor):
-        """The rows' class-weight factors, or a ValueError naming
-        ``class_weight`` when one is negative or not finite."""
-        factor = np.asarray(factor, dtype=np.float64)
-        if not (np.all(np.isfinite(factor)) and np.all(factor >= 0)):
-            raise ValueError(
-                "class_weight must give every class a finite, non-negative "
-                f"weight; got {self.class_weight!r}.")
-        return factor
+        return class_sample_weight(self.class_weight, Y, self.classes_,
+                                   self._multilabel)
 
     def _single_logit(self):
         return (self.loss == "log_loss" and len(self.classes_) == 2
@@ -665,58 +614,9 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                 f"{type(self).__name__} takes one label per row or a "
                 "multilabel indicator matrix (columns of 0 and 1).")
         if reset:
-            warm = self.warm_start and hasattr(self, "classes_")
-            previous = self.classes_ if warm else None
-            if multilabel:
-                # an indicator matrix: one output (sigmoid) per label, whose
-                # labels are the columns, as MLPClassifier's classes_
-                labels = np.arange(y.shape[1])
-                if classes is not None and not np.array_equal(
-                        np.asarray(classes).ravel(), labels):
-                    raise ValueError(
-                        f"y is a multilabel indicator matrix of {y.shape[1]} "
-                        "labels, whose classes are its column indices "
-                        f"{labels.tolist()}; got classes={_plain(classes)!r}.")
-            else:
-                # y's labels found once (each unique_labels is a pass over y)
-                if classes is None:
-                    labels = present = unique_labels(y)
-                else:
-                    labels = unique_labels(classes)
-                    present = unique_labels(y)
-                self._check_labels_known(y, labels, "classes", present)
-            if previous is not None and set(present if not multilabel
-                                            else labels) != set(previous):
-                raise ValueError(
-                    "warm_start can only be used where `y` has the same classes as "
-                    f"in the previous call to fit. Previously got {previous}, `y` "
-                    f"has {unique_labels(y) if not multilabel else labels}")
-            if len(labels) < 2 and not multilabel:
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least 2 classes in "
-                    "the data, but the data contains only one class: "
-                    f"{_plain(labels[0])!r}."
-                )
-            self.classes_ = labels
-            self._multilabel = multilabel
-            self._encoder = LabelEncoder().fit(labels)
-            self.n_outputs_ = 1 if self._single_logit() else len(labels)
+            self._fit_labels(y, classes, multilabel)
         else:
-            if classes is not None and not np.array_equal(self.classes_,
-                                                          unique_labels(classes)):
-                raise ValueError(
-                    f"`classes={unique_labels(classes)!r}` is not the same as on "
-                    f"last call to partial_fit, was: {self.classes_!r}")
-            if multilabel != self._multilabel or (
-                    multilabel and y.shape[1] != self.n_outputs_):
-                raise ValueError(
-                    f"y is {'an indicator matrix of ' if multilabel else 'not '}"
-                    f"{'%d labels' % y.shape[1] if multilabel else 'multilabel'}, "
-                    f"but the model was fitted "
-                    + (f"to {self.n_outputs_} labels." if self._multilabel
-                       else f"to the classes {self.classes_}."))
-            if not multilabel:
-                self._check_labels_known(y, self.classes_, "classes_")
+            self._check_labels(y, classes, multilabel)
         if multilabel:
             return X, np.ascontiguousarray(y, dtype=X.dtype)
         codes = self._encoder.transform(y)
@@ -727,17 +627,63 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             Y[np.arange(len(codes)), codes] = 1
         return X, Y
 
-    @staticmethod
-    def _check_labels_known(y, labels, name, present=None):
-        """Raise when y has labels not in ``labels`` (``present``: y's own
-        labels when already found)."""
-        new = np.setdiff1d(unique_labels(y) if present is None else present,
-                           labels)
-        if len(new):
+    def _fit_labels(self, y, classes, multilabel):
+        """Set ``classes_``, ``n_outputs_`` and the label encoder from y (and
+        ``classes``, partial_fit's), or raise when they cannot be fitted."""
+        warm = self.warm_start and hasattr(self, "classes_")
+        previous = self.classes_ if warm else None
+        if multilabel:
+            # an indicator matrix: one output (sigmoid) per label, whose
+            # labels are the columns, as MLPClassifier's classes_
+            labels = np.arange(y.shape[1])
+            if classes is not None and not np.array_equal(
+                    np.asarray(classes).ravel(), labels):
+                raise ValueError(
+                    f"y is a multilabel indicator matrix of {y.shape[1]} "
+                    "labels, whose classes are its column indices "
+                    f"{labels.tolist()}; got classes={_plain(classes)!r}.")
+        else:
+            # y's labels found once (each unique_labels is a pass over y)
+            if classes is None:
+                labels = present = unique_labels(y)
+            else:
+                labels = unique_labels(classes)
+                present = unique_labels(y)
+            check_labels_known(y, labels, "classes", present)
+        if previous is not None and set(present if not multilabel
+                                        else labels) != set(previous):
             raise ValueError(
-                f"y has labels not in {name} = {labels}: {new} (each new label "
-                "needs its own output; pass all classes to the first call of "
-                "partial_fit, or refit).")
+                "warm_start can only be used where `y` has the same classes as "
+                f"in the previous call to fit. Previously got {previous}, `y` "
+                f"has {unique_labels(y) if not multilabel else labels}")
+        if len(labels) < 2 and not multilabel:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in "
+                "the data, but the data contains only one class: "
+                f"{_plain(labels[0])!r}."
+            )
+        self.classes_ = labels
+        self._multilabel = multilabel
+        self._encoder = LabelEncoder().fit(labels)
+        self.n_outputs_ = 1 if self._single_logit() else len(labels)
+
+    def _check_labels(self, y, classes, multilabel):
+        """Raise when y (or ``classes``) does not fit the fitted labels."""
+        if classes is not None and not np.array_equal(self.classes_,
+                                                      unique_labels(classes)):
+            raise ValueError(
+                f"`classes={unique_labels(classes)!r}` is not the same as on "
+                f"last call to partial_fit, was: {self.classes_!r}")
+        if multilabel != self._multilabel or (
+                multilabel and y.shape[1] != self.n_outputs_):
+            raise ValueError(
+                f"y is {'an indicator matrix of ' if multilabel else 'not '}"
+                f"{'%d labels' % y.shape[1] if multilabel else 'multilabel'}, "
+                f"but the model was fitted "
+                + (f"to {self.n_outputs_} labels." if self._multilabel
+                   else f"to the classes {self.classes_}."))
+        if not multilabel:
+            check_labels_known(y, self.classes_, "classes_")
 
     def _score_outputs(self, outputs, Y, sample_weight):
         if self._multilabel:  # subset accuracy, as MLPClassifier.score
