@@ -23,11 +23,12 @@ class PosteriorNotStoredError(ValueError, AttributeError):
 def not_stored_message(estimator):
     """What an estimator loaded without its posterior says when asked for it."""
     name = type(estimator).__name__
-    return (f"This {name} was loaded from a model file saved without its "
-            "Laplace posterior (store_posterior=False, the default), and the "
-            "file does not hold the training rows it is computed from: "
-            f"{estimator._posterior_uses} are not available. To keep them in "
-            "a model file, save the fitted estimator with "
+    return (f"This {name} was unpickled (or loaded by skops) from a state "
+            "saved without its Laplace posterior (store_posterior=False, the "
+            "default; estimators returned by joblib's process workers or by "
+            "dask are pickled too), which does not hold the training rows it "
+            f"is computed from: {estimator._posterior_uses} are not "
+            "available. To keep them, save the fitted estimator with "
             "store_posterior=True (call set_params(store_posterior=True) "
             "before saving it, or fit with it); this one gets them back only "
             "by a refit on the training rows.")
