@@ -48,6 +48,9 @@ Standalone:
 * ``python -m benchmarks.robust`` — the first ``return_std`` call's cost
   against the fit's, and Huber against squared error on UCI sets with 5 %
   of the training targets corrupted.
+* ``python -m benchmarks.model_files`` — the bytes of a fitted estimator's
+  pickle and skops file: the default, ``store_posterior=True`` and
+  ``uncertainty=None``.
 
 Peer comparison:
 

@@ -179,6 +179,35 @@ PARAMETERS = """
         :ref:`default-compute-dtype`.
 """
 
+STORE_POSTERIOR = """
+    store_posterior : bool, default=False
+        Whether a model file of the fitted estimator (pickle, joblib,
+        ``skops.io``) holds its Laplace posterior (see ``uncertainty``).
+        It is read when the file is written: on a fitted estimator,
+        ``set_params(store_posterior=True)`` before saving works. False: the
+        file holds the weights, the input and target maps and the solver's
+        state (all that ``predict``, ``score``, warm starts and
+        ``partial_fit`` use), neither the posterior nor the training rows
+        it is computed from; the loaded estimator raises a ``ValueError``
+        that names this parameter when asked for what needs the posterior
+        (``uncertainty_``, ``log_marginal_likelihood_``, the regressor's
+        ``predict(X, return_std=True)``, ``noise_variance_`` and
+        ``noise_model_``, the classifier's ``predict_proba`` with
+        ``predictive="probit"``). True: the posterior is computed (if
+        not yet) and stored, a factor of order m·K (``"dual"``), p
+        (``"primal"``) or (n + 1)·K (``"last_layer"``), megabytes where
+        the model is kilobytes. The ``"dual"`` form holds the training
+        inputs as the network sees them (``input_transform``'s map of X,
+        which ``input_center_`` and ``input_scale_`` undo); the
+        ``"primal"`` and ``"last_layer"`` forms hold nothing of the
+        training rows (choose one with ``uncertainty``). Copies
+        (``copy.copy``, ``copy.deepcopy``) are not files: they keep the
+        posterior, or the rows it is computed from, as they are; a fitted
+        estimator sent between processes is pickled (joblib's process
+        workers, dask), and keeps its posterior there with True only. See
+        :ref:`model-files`.
+"""
+
 ATTRIBUTES = """
     hidden_weights_ : ndarray of shape (n_hidden, `n_features_in_`)
         Hidden-layer weights U.
@@ -255,12 +284,15 @@ ATTRIBUTES = """
 
     uncertainty_ : str or None
         The structure of the Laplace posterior (``"dual"``, ``"primal"`` or
-        ``"last_layer"``), or None when there is none.
+        ``"last_layer"``), or None when there is none. Raises a
+        ``ValueError`` on an estimator loaded from a file saved without
+        its posterior (see ``store_posterior``).
 
     log_marginal_likelihood_ : float or None
         The log evidence of the Laplace approximation at the fitted weights
         (in the units of ``y`` for the regressor); compare it across values
-        of ``tau`` (larger is better). None when ``uncertainty_`` is None.
+        of ``tau`` (larger is better). None when ``uncertainty_`` is None;
+        raises as ``uncertainty_`` does.
 
     linear_solver_ : str or None
         The form every step of the last fit used; None with ``solver="gd"``.
@@ -329,6 +361,7 @@ def with_docs(doc):
     """``doc`` with the shared parts filled in."""
     return (doc.replace("%(parameters)s", PARAMETERS)
                .replace("%(attributes)s", ATTRIBUTES)
+               .replace("%(store_posterior)s", STORE_POSTERIOR)
                .replace("%(objective)s", OBJECTIVE)
                .replace("%(references)s", REFERENCES)
                .replace("%(fit_parameters)s\n", FIT_PARAMETERS))

@@ -87,11 +87,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         only, the hidden layer held fixed), ``"auto"`` (the exact form of
         fewer flops while ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory
         fits, else ``"last_layer"``, which is also the choice for sparse
-        X), or None (none). The one used is ``uncertainty_``. Pickling a
-        fitted estimator computes it too and stores it instead of the
-        training rows: the exact forms keep a factor of order ``m·K`` or
-        ``p`` (up to 32 or 72 MiB); ``uncertainty=None`` keeps neither.
-        See :ref:`default-uncertainty`.
+        X), or None (none). The one used is ``uncertainty_``. Until then
+        the estimator holds the training rows; a model file holds neither
+        them nor the posterior unless ``store_posterior=True``. See
+        :ref:`default-uncertainty`.
 
     noise : {"homoscedastic", "heteroscedastic"}, default="homoscedastic"
         The noise of the predictive distribution (``return_std``).
@@ -110,7 +109,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         squares: it wants hundreds of rows (on tens it can collapse
         locally, giving intervals far too narrow). See :ref:`noise that
         depends on x <uncertainty-heteroscedastic>`.
-
+%(store_posterior)s
     Attributes
     ----------
     noise_variance_ : ndarray of shape (`n_outputs_`,) or None
@@ -165,6 +164,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
                         None],
         "noise": [StrOptions({"homoscedastic", "heteroscedastic"})],
+        "store_posterior": ["boolean"],
     }
 
     def __init__(self, loss="squared_error", n_hidden=100, activation="silu",
@@ -177,12 +177,14 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
                  uncertainty="auto", noise="homoscedastic",
-                 input_transform="robust_clip", compute_dtype="auto"):
+                 input_transform="robust_clip", compute_dtype="auto",
+                 store_posterior=False):
         self.loss = loss
         self.standardize_target = standardize_target
         self.epsilon = epsilon
         self.uncertainty = uncertainty
         self.noise = noise
+        self.store_posterior = store_posterior
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -213,6 +215,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return self.loss == "squared_error" and self.solver == "ggn"
 
     _posterior_loss = "squared_error"
+    _posterior_uses = ("predict(X, return_std=True), uncertainty_, "
+                       "log_marginal_likelihood_, noise_variance_ and "
+                       "noise_model_")
 
     def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
         # the density of y is that of the standardized targets divided by
@@ -491,18 +496,18 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
             default="auto"
         The structure of the linearized Laplace posterior at the fitted
         weights (``loss="log_loss"``), computed on first use for
-        ``predictive="probit"`` and ``log_marginal_likelihood_`` (and when
-        pickled, as for :class:`GGNScoreRegressor`); chosen as for
-        :class:`GGNScoreRegressor`. The one used is ``uncertainty_``.
+        ``predictive="probit"`` and ``log_marginal_likelihood_``; chosen as
+        for :class:`GGNScoreRegressor`. The one used is ``uncertainty_``.
 
     predictive : {"map", "probit"}, default="map"
         What :meth:`predict_proba` returns: ``"map"``, the softmax (sigmoid)
         of the fitted logits; ``"probit"``, the linearized Laplace
         predictive, each logit shrunk by its posterior variance ``v`` to
         ``f / sqrt(1 + π v / 8)`` (the ``"map"`` probabilities without a
-        posterior). ``predict`` always uses the fitted logits. See
-        :ref:`default-predictive`.
-
+        posterior). ``predict`` always uses the fitted logits. A model
+        file keeps the ``"probit"`` probabilities with
+        ``store_posterior=True`` only. See :ref:`default-predictive`.
+%(store_posterior)s
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -534,6 +539,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
                         None],
         "predictive": [StrOptions({"map", "probit"})],
+        "store_posterior": ["boolean"],
     }
 
     def __init__(self, loss="log_loss", n_hidden=100, activation="silu",
@@ -546,11 +552,12 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, class_weight=None, uncertainty="auto",
                  predictive="map", input_transform="robust_clip",
-                 compute_dtype="auto"):
+                 compute_dtype="auto", store_posterior=False):
         self.loss = loss
         self.class_weight = class_weight
         self.uncertainty = uncertainty
         self.predictive = predictive
+        self.store_posterior = store_posterior
         super().__init__(
             n_hidden=n_hidden, activation=activation, scaling=scaling,
             fit_intercept=fit_intercept, regularizer=regularizer, mu=mu, tau=tau,
@@ -584,6 +591,8 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         return MultilabelLogLoss() if self._multilabel else LogLoss()
 
     _posterior_loss = "log_loss"
+    _posterior_uses = ("predict_proba with predictive='probit', uncertainty_ "
+                       "and log_marginal_likelihood_")
 
     def _class_sample_weight(self, Y):
         return class_sample_weight(self.class_weight, Y, self.classes_,

@@ -18,6 +18,8 @@ registered: the package does not depend on them.
 
 import numpy as np
 
+from ._posterior import PosteriorNotStoredError
+
 # the ONNX operator of each activation ρ; silu is a·σ(a) (two operators)
 _ACTIVATION_OPS = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid",
                    "softplus": "Softplus", "identity": "Identity"}
@@ -221,6 +223,17 @@ def _convert_regressor(scope, operator, container):
                output=operator.outputs[0].full_name)
 
 
+def _has_posterior(est):
+    """Whether ``est``'s probit predictive has a posterior to shrink the
+    logits by: it has one, or it was loaded from a file saved without it
+    (whose ``predict_proba`` then raises rather than give other
+    probabilities)."""
+    try:
+        return est.uncertainty_ is not None
+    except PosteriorNotStoredError:
+        return True
+
+
 def _convert_classifier(scope, operator, container):
     from onnx import TensorProto
 
@@ -233,7 +246,7 @@ def _convert_classifier(scope, operator, container):
             "The option nocl=True (class indices instead of labels) is not "
             "supported for GGNScoreClassifier: its graph outputs the labels.")
     if (not raw_scores and est.predictive == "probit"
-            and est.uncertainty_ is not None):
+            and _has_posterior(est)):
         raise NotImplementedError(
             "The ONNX graph computes the fitted logits' probabilities; this "
             "classifier's predict_proba is the probit predictive of its "

@@ -1,12 +1,15 @@
 """Persistence of the estimators: pickle and ``skops.io`` store the
-solver's state as plain numbers and strings, and the posterior computed."""
+solver's state as plain numbers and strings, and the Laplace posterior only
+when ``store_posterior=True`` (computed then); never the training rows it
+is computed from."""
 
 import copy
+import warnings
 
 import numpy as np
 
+from ._posterior import not_stored
 from .engine import AdaptiveDamping, FixedDamping, SolverState, TrustDamping
-
 
 # The damping strategies a fitted estimator may carry in its solver state,
 # by the name its plain-dict form records.
@@ -60,13 +63,29 @@ class PersistenceMixin:
         """The state for pickle and ``skops.io``: the solver's state carried
         to the next warm start or ``partial_fit`` (``_solver_state``) as a
         plain dict of numbers and strings, so that a ``skops`` file of a
-        fitted estimator names no type but the estimator's own class; the
-        Laplace posterior computed (not the training rows it is computed
-        from)."""
+        fitted estimator names no type but the estimator's own class.
+
+        The Laplace posterior as ``store_posterior`` says when the state is
+        taken: True, computed (if not yet) and stored; False, neither the
+        posterior nor the training rows it would be computed from (the
+        estimator loaded from it raises ``PosteriorNotStoredError``
+        when asked for it). A fit without a posterior keeps its reason."""
         cache = self.__dict__.get("_posterior_cache")
-        if cache is not None and cache["inputs"] is not None:
-            self._posterior()
+        store = getattr(self, "store_posterior", False)
+        if store and cache is not None:
+            if cache["inputs"] is not None:
+                self._posterior()
+            elif cache["state"] is None:
+                warnings.warn(
+                    f"store_posterior=True, but this {type(self).__name__} has "
+                    "no posterior to store: it was loaded from a file saved "
+                    "without it, and only a refit on the training rows "
+                    "computes it again.", UserWarning)
         state = super().__getstate__()
+        if not store and cache is not None and (
+                cache["inputs"] is not None
+                or (cache["state"] or {}).get("_laplace") is not None):
+            state = dict(state, _posterior_cache=not_stored())
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
             state = dict(state, _solver_state=solver_state_to_dict(solver_state))
@@ -96,4 +115,10 @@ class PersistenceMixin:
             state.pop("_posterior_inputs", None)
         if "compute_dtype" not in state:  # files written before the parameter
             state = dict(state, compute_dtype="auto")
+        if "store_posterior" not in state:
+            # files written before the parameter hold the posterior computed:
+            # saved again, they keep it
+            posterior = (state.get("_posterior_cache") or {}).get("state") or {}
+            state = dict(state, store_posterior=posterior.get("_laplace")
+                         is not None)
         super().__setstate__(state)

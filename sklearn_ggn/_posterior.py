@@ -1,5 +1,6 @@
 """The Laplace posterior of a fitted estimator: computed on first use from
-the fit's rows, kept in the fit's cache, released with the rows."""
+the fit's rows, kept in the fit's cache, released with the rows; absent
+from an estimator loaded from a file saved without it."""
 
 import warnings
 
@@ -8,6 +9,35 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from .engine import Problem, StepFailure
+
+
+class PosteriorNotStoredError(ValueError, AttributeError):
+    """The estimator was loaded from a model file saved without its Laplace
+    posterior (``store_posterior=False``), and the training rows it is
+    computed from are not in the file.
+
+    A ``ValueError`` and an ``AttributeError``, as scikit-learn's
+    ``NotFittedError``: ``hasattr(est, "uncertainty_")`` is False."""
+
+
+def not_stored_message(estimator):
+    """What an estimator loaded without its posterior says when asked for it."""
+    name = type(estimator).__name__
+    return (f"This {name} was unpickled (or loaded by skops) from a state "
+            "saved without its Laplace posterior (store_posterior=False, the "
+            "default; estimators returned by joblib's process workers or by "
+            "dask are pickled too), which does not hold the training rows it "
+            f"is computed from: {estimator._posterior_uses} are not "
+            "available. To keep them, save the fitted estimator with "
+            "store_posterior=True (call set_params(store_posterior=True) "
+            "before saving it, or fit with it); this one gets them back only "
+            "by a refit on the training rows.")
+
+
+def not_stored():
+    """The posterior cache of an estimator saved without its posterior: no
+    state and no pending rows."""
+    return {"state": None, "inputs": None}
 
 
 def no_posterior(reason):
@@ -69,6 +99,9 @@ class PosteriorMixin:
     # the loss whose Laplace posterior the estimator offers
     _posterior_loss = None
 
+    # what needs the posterior (named when it is not in a loaded model file)
+    _posterior_uses = "uncertainty_ and log_marginal_likelihood_"
+
     def _posterior_unavailable(self, incremental, tau):
         """Why no Laplace posterior is computed for this fit, or None."""
         if self._posterior_loss is None:
@@ -94,7 +127,14 @@ class PosteriorMixin:
         first use from the fit's rows with the fit's parameters and kept in
         the fit's cache (the estimator's attributes stay as the fit left
         them: a cached function of the fitted state); the rows are released
-        then."""
+        then.
+
+        Raises
+        ------
+        PosteriorNotStoredError
+            When the estimator was loaded from a file saved without its
+            posterior (neither state nor rows in the cache).
+        """
         cache = self.__dict__.get("_posterior_cache")
         if cache is None:
             raise NotFittedError(f"This {type(self).__name__} instance is not "
@@ -114,7 +154,10 @@ class PosteriorMixin:
             cache["state"] = fitted._posterior_attributes(
                 network, X, Y, sample_weight, tau, theta, incremental, target)
             cache["inputs"] = None
-        return cache["state"]
+        state = cache["state"]
+        if state is None:  # (a file saved without it: see not_stored)
+            raise PosteriorNotStoredError(not_stored_message(self))
+        return state
 
     @property
     def uncertainty_(self):

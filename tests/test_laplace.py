@@ -393,8 +393,9 @@ def test_sparse_inputs_take_the_last_layer_without_densifying():
 
 def test_the_posterior_is_computed_on_first_use_and_kept():
     """A fit computes no posterior; the first use (intervals, the evidence,
-    pickling) computes the one of the fitted weights and releases the
-    training rows; a second use reads the same numbers."""
+    pickling with store_posterior=True) computes the one of the fitted
+    weights and releases the training rows; a second use reads the same
+    numbers."""
     import pickle
 
     X, y, X_test = _data(m=40)
@@ -410,7 +411,8 @@ def test_the_posterior_is_computed_on_first_use_and_kept():
     evidence = reg.log_marginal_likelihood_
     np.testing.assert_array_equal(reg.predict(X_test, return_std=True)[1], std)
     # the same fit, its posterior first asked for by pickling
-    other = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
+    other = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0,
+                              store_posterior=True).fit(X, y)
     loaded = pickle.loads(pickle.dumps(other))
     assert loaded._posterior_cache["inputs"] is None
     assert loaded.log_marginal_likelihood_ == evidence
@@ -452,7 +454,8 @@ def test_a_posterior_stored_by_an_earlier_version_loads():
     X, y, X_test = _data(m=40)
     reg = GGNScoreRegressor(n_hidden=6, max_iter=5, random_state=0).fit(X, y)
     std = reg.predict(X_test, return_std=True)[1]
-    state = reg.__getstate__()
+    state = reg.set_params(store_posterior=True).__getstate__()
+    del state["store_posterior"]
     cache = state.pop("_posterior_cache")
     state.update(_posterior_state=cache["state"], _posterior_inputs=None)
     old = GGNScoreRegressor.__new__(GGNScoreRegressor)
@@ -544,7 +547,8 @@ def test_the_noise_warning_survives_pickling():
     import pickle
 
     X, y, X_test = _data(m=40)
-    one = GGNScoreRegressor(n_hidden=6, random_state=0).fit(X[:1], y[:1])
+    one = GGNScoreRegressor(n_hidden=6, random_state=0,
+                            store_posterior=True).fit(X[:1], y[:1])
     loaded = pickle.loads(pickle.dumps(one))
     for est in (loaded, one):
         with pytest.warns(UserWarning, match="noise variance cannot be estimated"):
@@ -637,7 +641,7 @@ def test_heteroscedastic_noise_survives_pickling():
 
     X, y, _ = _heteroscedastic(300, 0)
     reg = GGNScoreRegressor(noise="heteroscedastic", n_hidden=20,
-                            random_state=0).fit(X, y)
+                            random_state=0, store_posterior=True).fit(X, y)
     restored = pickle.loads(pickle.dumps(reg))
     np.testing.assert_array_equal(restored.predict(X[:10], return_std=True)[1],
                                   reg.predict(X[:10], return_std=True)[1])

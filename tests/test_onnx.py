@@ -9,6 +9,7 @@ Needs ``skl2onnx`` and ``onnxruntime`` (the ``onnx`` extra, also in the
 """
 
 import builtins
+import pickle
 import warnings
 
 import numpy as np
@@ -215,6 +216,10 @@ def test_probit_predictive_is_not_exported_silently():
         clf.fit(X, y)
     with pytest.raises(NotImplementedError, match="probit predictive"):
         to_onnx(clf, X[:1].astype(np.float32), target_opset=17)
+    # (loaded from a file saved without its posterior: refused the same way)
+    loaded = pickle.loads(pickle.dumps(clf))
+    with pytest.raises(NotImplementedError, match="probit predictive"):
+        to_onnx(loaded, X[:1].astype(np.float32), target_opset=17)
     raw = run(clf, X, {id(clf): {"zipmap": False, "raw_scores": True}})[1]
     assert np.abs(raw - clf.decision_function(X)).max() <= TOL
     clf.set_params(predictive="map")

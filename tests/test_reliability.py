@@ -82,12 +82,16 @@ def _raising_cholesky(monkeypatch, exc):
     monkeypatch.setattr(linearization, "_POTRF", {"d": boom, "f": boom})
 
 
+# (store_posterior=True: the pickle bytes that compare two models hold the
+# posterior, or its pending rows computed, too)
 ESTIMATORS = [
     pytest.param(lambda **kw: GGNScoreRegressor(n_hidden=6, max_iter=5,
-                                                random_state=0, **kw),
+                                                random_state=0,
+                                                store_posterior=True, **kw),
                  None, id="regressor"),
     pytest.param(lambda **kw: GGNScoreClassifier(n_hidden=6, max_iter=5,
-                                                 random_state=0, **kw),
+                                                 random_state=0,
+                                                 store_posterior=True, **kw),
                  3, id="classifier"),
 ]
 
