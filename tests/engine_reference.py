@@ -1,53 +1,19 @@
 """Fixed-seed configurations whose fitted weights pin the training engine.
 
 ``python tests/engine_reference.py`` (one BLAS thread) writes
-``tests/data/engine_reference.npz`` from the current code; the regression
-test in ``test_engine.py`` refits every configuration and compares. The
-file was first written from the 0.1 code, before the training loop moved
-into the engine, so the test proved the refactor kept the numerics bit for
-bit (on a machine with the same BLAS kernel; elsewhere to round-off). It was
-rewritten once since, when the log loss replaced scipy's logsumexp/softmax by
-NumPy's (all differences at round-off: ≤ 2.3e-16 relative in float64, 4.9e-8
-in float32, measured before rewriting). It was rewritten a second time when
-the structured curvature factor ``A_k = diag(a_k) − u_k w_kᵀ`` replaced the
-dense one in the Gram and the Jacobian products, the gradient's hidden error
-became one GEMM and systems of order ≤ 512 began calling LAPACK's potrf
-directly (measured before rewriting, as the largest difference over the
-largest stored value: float64 ≤ 2.1e-10 in the ill-conditioned full-batch
-fits, ≤ 3.2e-15 in mini-batch ones; float32 3.5e-7 in mini-batch and 1.1e-4
-in the six full-batch iterations, where the old and the new float32 fits
-are both 2e-5 to 1.4e-4 from the same fit in float64); and once more when
-float64 multi-output mini-batch epochs began running compiled (``engine/_compiled.py``:
-≤ 7e-16 absolute from the Python epoch on these fits). Rewritten again (on an
-AMD EPYC, OpenBLAS Haswell kernels) when every loss formula became one
-per-row kernel (the risk summed in float64 in one loop instead of NumPy's
-pairwise sum of float32 or float64 terms) and every regularizer formula one
-element-wise function (``D = (q·sqrt q/μ²)/λ_H`` in another order of
-rounding): measured on that machine against the previous code, as the
-largest difference over the largest stored value, float64 ≤ 1.9e-11 in the
-ill-conditioned full-batch binary fit and ≤ 5.2e-16 elsewhere, float32
-4.7e-7 in mini-batch and 1.1e-4 in the full-batch fit (within the 2e-5 to
-1.4e-4 that separate a float32 fit from its float64 twin). And once more when
-the forward pass after X̂Ûᵀ, the products with the output weights, the
-curvature factor's application and the backward pass but for X̂ᵀ(·) became
-kernels shared by the NumPy route and the compiled step (the output bias's
-gradient a loop sum instead of NumPy's pairwise one): against the previous
-file on the same machine, float64 ≤ 4.5e-11 in the full-batch fits and
-≤ 1.2e-15 in mini-batch ones, float32 9.3e-5 in the full-batch fit. Last
-rewritten when the compiled step's Jacobian products became one pair for
-both step structures, with the exact factor made dense: the compiled
-multi-class mini-batch fit moved by 1.4e-15, nothing else changed. Rewritten
-(same machine) when a full-batch fit on float32 data began computing in
-float64 and returning float32 weights: ``reg_full_float32`` moved by 2.5e-5
-of its largest value (it now differs from a float64 fit only by the
-float32 rounding of X and of the returned weights); nothing else changed.
-Rewritten (same machine) when float32 kernels began taking exponentials by
-a SIMD polynomial (within 1 ulp) instead of libm's ``expf``:
-``clf_float32_minibatch`` moved by 1.7e-7 of its largest value, nothing
-else changed (float64 keeps libm's exp). The stored signature names the
-CPU numba compiles for as well as the BLAS kernel since the passes over the
-parameters became re-associated (SIMD partial sums, whose order depends on
-the target's vector width); the values did not change.
+``tests/data/engine_reference.npz`` from the current code: every
+configuration's weights, intercepts, loss curve and iteration counts, and,
+for information, the signature of the machine that wrote them (BLAS library
+and kernel, the CPU numba compiles for).
+
+``test_engine_regression.py`` refits every configuration and compares it
+with the stored arrays, which come from another machine: the counts
+exactly; every other array to within the round-off the configuration shows
+on the machine running the test. That round-off is measured there, by
+refits whose inputs are moved one unit in the last place of the dtype the
+steps compute in (:func:`fit_config` with an integer ``perturbation``);
+the test's docstring derives the allowance from their spread. Bit-for-bit
+comparisons are between two fits in the same process only.
 """
 
 import warnings
@@ -147,15 +113,70 @@ CONFIGS = {
 }
 
 
-def fit_config(name):
-    """Fit configuration ``name`` with one BLAS thread; return its arrays."""
+def work_dtype(name):
+    """The dtype the steps of configuration ``name`` compute in.
+
+    ``compute_dtype`` as :func:`fit_config` sets it: float64 on float64
+    data; ``"auto"`` on float32 data, which computes a full batch of up to
+    1024 rows in float64 (the weights returned in float32) and mini-batches
+    in float32.
+    """
+    cls, params, data, how = CONFIGS[name]
+    X, _ = data()
+    if X.dtype == np.float64 or {**COMMON, **params}["batch_size"] is None:
+        return np.float64
+    return np.float32
+
+
+def perturbed(a, rng):
+    """``a`` with each entry moved one unit in the last place of its dtype
+    up, down, or not at all, each with probability 1/3: a moved entry
+    changes by between ``u`` and ``2u`` of its value, ``u = eps / 2`` the
+    dtype's unit round-off."""
+    step = rng.integers(-1, 2, a.shape)
+    moved = np.nextafter(a, np.where(step > 0, np.inf, -np.inf).astype(a.dtype))
+    return np.where(step == 0, a, moved)
+
+
+def fit_config(name, perturbation=None):
+    """Fit configuration ``name`` with one BLAS thread; return its arrays.
+
+    Parameters
+    ----------
+    name : str
+        A key of ``CONFIGS``.
+    perturbation : int, "none" or None, default=None
+        None: the configuration as stored. Otherwise the inputs are cast to
+        the dtype the steps compute in (:func:`work_dtype`), so that the
+        returned weights are that computation's, before any rounding to the
+        data's dtype; an integer then seeds a :func:`perturbed` copy of
+        ``X`` (and of a regressor's ``y``), ``"none"`` keeps them.
+
+    Returns
+    -------
+    arrays : dict of ndarray
+        The fitted weights and intercepts, the loss curve, and the counts
+        of iterations.
+    """
     cls, params, data, how = CONFIGS[name]
     if cls is GGNScoreRegressor:  # the stored fits trained on y as given
         params = {"standardize_target": False, **params}
     X, y = data()
-    # the stored fits computed their steps in X's dtype
+    # float64 steps on float64 data; on float32 data "auto" (float64 steps
+    # for the full batch, float32 for mini-batches: work_dtype)
     params = {"compute_dtype": "float64" if X.dtype == np.float64 else "auto",
               **params}
+    if perturbation is not None:
+        work = work_dtype(name)
+        params["compute_dtype"] = np.dtype(work).name
+        X = X.astype(work)
+        if cls is GGNScoreRegressor:
+            y = y.astype(work)
+        if perturbation != "none":
+            rng = np.random.default_rng(perturbation)
+            X = perturbed(X, rng)
+            if cls is GGNScoreRegressor:
+                y = perturbed(y, rng)
     with threadpool_limits(1):
         est = _fit(cls(**{**COMMON, **params}), X, y, how)
     out = {"hidden_weights": est.hidden_weights_,
@@ -170,17 +191,17 @@ def fit_config(name):
 
 
 def blas_signature():
-    """The BLAS library and kernel that produced the numbers, and the CPU
-    numba compiles for (its re-associated sums split by the target's SIMD
-    width)."""
+    """The BLAS libraries and kernels that produce the numbers here, and the
+    CPU numba compiles for (``NUMBA_CPU_NAME`` when set, else the host's)."""
     import llvmlite.binding as llvm
     import numpy  # noqa: F401  (loads the BLAS threadpool_info reports)
+    from numba.core import config
 
     info = [i for i in threadpool_info() if i["user_api"] == "blas"]
     # sorted: threadpoolctl lists the libraries in the order they were loaded
     return ";".join(sorted(f"{i['internal_api']}-{i['version']}-"
                            f"{i.get('architecture')}" for i in info)
-                    + [f"numba-{llvm.get_host_cpu_name()}"])
+                    + [f"numba-{config.CPU_NAME or llvm.get_host_cpu_name()}"])
 
 
 if __name__ == "__main__":
