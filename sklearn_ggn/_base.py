@@ -9,7 +9,6 @@ import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 from typing import NamedTuple
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +21,12 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
-from ._inputs import robust_clip, robust_clip_statistics
+from ._inputs import (
+    INPUT_MAPS,
+    Identity,
+    input_map_from_statistics,
+    make_input_map,
+)
 from ._monitor import Monitor, Records
 from ._network import TwoLayerNetwork
 from ._persistence import PersistenceMixin
@@ -169,7 +173,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
         "scoring": [str, callable, None],
-        "input_transform": [StrOptions({"robust_clip"}), None],
+        "input_transform": [StrOptions(set(INPUT_MAPS)), None],
         "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
     }
 
@@ -354,54 +358,68 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             weights["output_intercept"] = b_o
         return weights
 
-    def _input_statistics(self, X, sample_weight, fresh_start, incremental=False):
-        """``(input_center_, input_scale_)`` of this fit: from the training
-        rows on a fresh start (``input_transform="robust_clip"``),
-        else those of the fit whose weights are reused (a warm start or
-        ``partial_fit`` continues the same map; weights set by hand before
-        any fit are on the inputs as this fit maps them); ``(None, None)``
-        when the network sees X as given."""
-        if not fresh_start and "input_center_" in self.__dict__:
-            return self.input_center_, self.input_scale_
-        if self.input_transform == "robust_clip":
-            center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental:
-                # the first partial_fit chunk sets the map for the stream: a
-                # column constant in it (a level absent from it, a pixel
-                # never lit there, every column of a one-row chunk) is
-                # centered, not zeroed for good
-                scale = np.where(scale > 0, scale, 1.0)
-                if X.shape[0] < _MAP_MIN_ROWS:
-                    warnings.warn(
-                        "input_transform='robust_clip' takes its statistics "
-                        f"from the first partial_fit chunk, here {X.shape[0]} "
-                        "row(s), and keeps them for the whole stream. Give "
-                        f"partial_fit a first chunk of {_MAP_MIN_ROWS} rows or "
-                        "more that represents the data, or scale the inputs "
-                        "yourself and set input_transform=None.", UserWarning)
-            return center, scale
-        return None, None
+    @property
+    def input_center_(self):
+        """The column medians of the fitted input map (``input_map_``), or
+        None when it has none (``input_transform=None``)."""
+        return getattr(self.input_map_, "center_", None)
+
+    @property
+    def input_scale_(self):
+        """The column factors of the fitted input map (``input_map_``), or
+        None when it has none (``input_transform=None``)."""
+        return getattr(self.input_map_, "scale_", None)
+
+    def _input_map(self, X, sample_weight, fresh_start, incremental=False):
+        """The fitted input map of this fit: fitted on the training rows on
+        a fresh start, else that of the fit whose weights are reused (a
+        warm start or ``partial_fit`` continues the same map; weights set
+        by hand before any fit are on the inputs as this fit maps them)."""
+        kept = self.__dict__.get("input_map_")
+        if not fresh_start and kept is not None:
+            return kept
+        # the first partial_fit chunk sets the map for the stream: a column
+        # constant in it (a level absent from it, a pixel never lit there,
+        # every column of a one-row chunk) is centered, not zeroed for good
+        input_map = make_input_map(self.input_transform, stream=incremental)
+        if (incremental and self.input_transform is not None
+                and X.shape[0] < _MAP_MIN_ROWS):
+            warnings.warn(
+                f"input_transform={self.input_transform!r} takes its "
+                f"statistics from the first partial_fit chunk, here "
+                f"{X.shape[0]} row(s), and keeps them for the whole stream. "
+                f"Give partial_fit a first chunk of {_MAP_MIN_ROWS} rows or "
+                "more that represents the data, or scale the inputs "
+                "yourself and set input_transform=None.", UserWarning)
+        return input_map._fit(X, sample_weight)
+
+    def _fitted_input_map(self, n_features):
+        """The fitted ``input_map_``; the identity of ``n_features`` columns
+        for weights set by hand before any fit."""
+        input_map = self.__dict__.get("input_map_")
+        if input_map is None:
+            return input_map_from_statistics(None, None, n_features)
+        return input_map
 
     def _network_inputs(self, X, augmented=False):
-        """Validated X as the network sees it: through the fitted
-        ``input_transform`` (``input_center_``, ``input_scale_``).
+        """Validated X as the network sees it: cast to the weights' dtype,
+        then through the fitted input map (``input_map_``). The one path
+        of every prediction from X.
 
         ``augmented=True`` returns ``(Z, Ẑ)`` with ``Ẑ`` the network's
         augmented inputs and ``Z`` a view of their first columns when the
-        map can be written straight into them (X in the weights' dtype),
-        else ``(Z, None)``."""
-        center = getattr(self, "input_center_", None)
-        scale = getattr(self, "input_scale_", None)
+        map can be written straight into them, else ``(Z, None)``."""
+        X = X.astype(self.hidden_weights_.dtype, copy=False)
+        input_map = self._fitted_input_map(X.shape[1])
         if not augmented:
-            return robust_clip(X, center, scale)
-        if X.dtype != self.hidden_weights_.dtype:
-            return robust_clip(X, center, scale), None
-        return self._fitted_network(X.shape[1], self.output_weights_.shape[1]
-                                    ).augment_mapped(X, center, scale)
+            return input_map._map(X)
+        network = self._fitted_network(input_map.n_features_out_,
+                                       self.output_weights_.shape[1])
+        return network.augment_mapped(X, input_map)
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights, for
-        validated X in the weights' dtype."""
+        validated X (in the weights' dtype)."""
         return self._outputs_at(*self._network_inputs(X, augmented=True))
 
     def _outputs_at(self, Z, Za=None):
@@ -670,8 +688,10 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # returned in X's dtype
         work = plan.work_dtype
         callback_rows = (X, y, sample_weight)  # as given to the callbacks
-        X, Xa, inputs, (x_max, unscaled) = self._mapped_inputs(
-            network, X, sample_weight, fresh_start, incremental, work)
+        input_map = self._input_map(X, sample_weight, fresh_start, incremental)
+        inputs = {"input_map_": input_map}
+        X, Xa, (x_max, unscaled) = self._mapped_inputs(network, input_map, X,
+                                                       work)
         fitted.update(inputs)
         # (θ0 keeps its float64 draw: rounded to float32 first, the float32
         # fit would not follow the float64 one; initial_weights_ shows it
@@ -680,7 +700,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                                        (X, Y, sample_weight, theta0))
         if validation is not None:
             validation = self._mapped_validation(validation, target_attributes,
-                                                 inputs, dtype, work)
+                                                 input_map, dtype, work)
         regularizer = REGULARIZERS[self.regularizer](plan.mu)
         tau, fitted["tau_path_"] = plan.tau, None
         if plan.tau_rule == "select":
@@ -764,28 +784,26 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             linear_solver_=result.linear_solver)
         return attributes
 
-    def _mapped_inputs(self, network, X, sample_weight, fresh_start, incremental,
-                       work):
-        """``(X, Xa, inputs, (x_max, unscaled))``: the inputs as the network
-        sees them (``Xa`` their augmented form when mapped straight into it,
-        as when X's dtype is the one the steps compute in), the fitted
-        input map, and what :func:`_advice.check_inputs` found."""
-        center, scale = self._input_statistics(X, sample_weight, fresh_start,
-                                               incremental)
-        inputs = {"input_center_": center, "input_scale_": scale}
-        X, Xa = (network.augment_mapped(X, center, scale) if X.dtype == work
-                 else (robust_clip(X, center, scale), None))
-        return X, Xa, inputs, _advice.check_inputs(X, mapped=center is not None)
+    def _mapped_inputs(self, network, input_map, X, work):
+        """``(X, Xa, (x_max, unscaled))``: the inputs as the network sees
+        them through the fitted ``input_map`` (``Xa`` their augmented form
+        when mapped straight into it, as when X's dtype is the one the
+        steps compute in), and what :func:`_advice.check_inputs` found."""
+        X, Xa = (network.augment_mapped(X, input_map) if X.dtype == work
+                 else (input_map._map(X), None))
+        return X, Xa, _advice.check_inputs(
+            X, mapped=not isinstance(input_map, Identity))
 
-    def _mapped_validation(self, validation, target_attributes, inputs, dtype,
-                           work):
+    def _mapped_validation(self, validation, target_attributes, input_map,
+                           dtype, work):
         """The validation rows as the network sees them, with their scorer."""
         X_val, Y_val, sw_val, labels = validation
-        scorer = self._validation_scorer((X_val, Y_val, sw_val), labels,
-                                         {**target_attributes, **inputs}, dtype)
+        scorer = self._validation_scorer(
+            (X_val, Y_val, sw_val), labels,
+            {**target_attributes, "input_map_": input_map}, dtype)
         # (the scorer predicts from the rows as given; the monitor's network
         # from the rows as the network sees them)
-        X_val = robust_clip(X_val, inputs["input_center_"], inputs["input_scale_"])
+        X_val = input_map._map(X_val)
         return tuple(a.astype(work, copy=False)
                      for a in (X_val, Y_val, sw_val)) + (scorer,)
 

@@ -268,14 +268,21 @@ ATTRIBUTES = """
     batch_size_ : int
         Rows per step of the last call.
 
+    input_map_ : transformer
+        The fitted input map of ``input_transform``: what the network sees
+        of ``X`` is ``input_map_.transform(X)``, of width
+        ``input_map_.n_features_out_`` (the columns of
+        ``hidden_weights_``). ``RobustClip`` for ``"robust_clip"``,
+        ``Identity`` for None.
+
     input_center_ : ndarray of shape (`n_features_in_`,) or None
-        The column medians of ``input_transform="robust_clip"`` (a sparse
-        column's implicit zeros count); None when the network sees ``X`` as
-        given.
+        The column medians of the input map (``input_map_.center_``; a
+        sparse column's implicit zeros count); None when the network sees
+        ``X`` as given.
 
     input_scale_ : ndarray of shape (`n_features_in_`,) or None
-        The column factors of ``input_transform="robust_clip"``; None as
-        ``input_center_``.
+        The column factors of the input map (``input_map_.scale_``); None
+        as ``input_center_``.
 
     n_features_in_ : int
         Number of features seen during ``fit``.

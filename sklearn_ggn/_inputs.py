@@ -1,4 +1,10 @@
-"""The inputs the network sees: robust scaling with smooth clipping.
+"""The inputs the network sees: the input maps of ``input_transform``.
+
+Each map is a fitted transformer (:class:`InputMap`: ``fit``,
+``transform``, ``n_features_out_``, its own ONNX nodes), held by a fitted
+estimator as ``input_map_`` and applied wherever ``X`` enters the
+network: :class:`Identity` (None) and :class:`RobustClip`, the robust
+scaling with smooth clipping described below.
 
 ``input_transform="robust_clip"`` maps every column ``x`` of ``X`` to
 
@@ -40,6 +46,13 @@ a sparse fit equals the fit on the dense copy up to rounding.
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 # the interquartile range of a standard normal: IQR / NORMAL_IQR is the
 # normal-consistent robust standard deviation
@@ -307,3 +320,272 @@ def _sparse_map(X, center, scale):
                          shape=(n, d))
     # (disjoint supports: the sum places the full columns among the others)
     return sp.csr_array(out + dense)
+
+
+# ----------------------------------------------------------- the map objects
+# the sparse formats the maps take (those of the estimators)
+_ACCEPT_SPARSE = ("csr", "csc", "coo")
+
+
+class InputMap(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Base class of the input maps ``x' = T(x)``: fitted on the training
+    rows, applied wherever ``X`` enters the network (fit, predict, the
+    posterior, ONNX export).
+
+    A map is a scikit-learn transformer (``fit``, ``transform``,
+    ``get_feature_names_out``) that knows its output width
+    (``n_features_out_``) and writes its own ONNX nodes
+    (:meth:`onnx_nodes`). The estimators call the unchecked ``_fit`` and
+    ``_map`` on the ``X`` they have validated; a subclass implements those,
+    ``onnx_nodes`` and the plain form of its fitted state
+    (``_plain_attributes``, ``_set_plain_attributes``) that pickle and
+    ``skops`` files hold.
+    """
+
+    # whether _map can write its output into a given array (the first
+    # columns of the network's augmented inputs)
+    _writes_out = True
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the map on the rows of ``X``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training inputs; a sparse matrix counts as its dense copy.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights; a row of weight 2 counts as the row
+            twice, one of weight 0 as no row.
+
+        Returns
+        -------
+        self : object
+            The fitted map.
+        """
+        X = validate_data(self, X, accept_sparse=_ACCEPT_SPARSE,
+                          dtype=[np.float64, np.float32])
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        return self._fit(X, sample_weight)
+
+    def transform(self, X):
+        """``X`` as the network sees it.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        X_out : {ndarray, sparse matrix} of shape (n_samples, n_features_out_)
+            The mapped inputs, in ``X``'s dtype (float32 or float64).
+            Sparse ``X`` gives a CSR matrix while it is at most half full,
+            else an array.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, accept_sparse=_ACCEPT_SPARSE,
+                          dtype=[np.float64, np.float32])
+        return self._map(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the mapped features.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            The input features' names; by default ``feature_names_in_``,
+            or ``x0``, ``x1``, ... when the map was fitted without names.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            One name per column of :meth:`transform`'s output.
+        """
+        check_is_fitted(self)
+        names = _check_feature_names_in(self, input_features)
+        return np.asarray(self._feature_names(names), dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # the estimators' interface (validated X)
+    def _fixed_width(self, n_features):
+        """The output width for ``n_features`` input columns when the map's
+        fit does not decide it (None when it does)."""
+        return n_features
+
+    def _feature_names(self, names):
+        return list(names)
+
+    def _plain_attributes(self):
+        return {"n_features_in_": int(self.n_features_in_)}
+
+    def _set_plain_attributes(self, attributes):
+        self.n_features_in_ = int(attributes["n_features_in_"])
+
+
+class Identity(InputMap):
+    """The map of ``input_transform=None``: ``X`` as given (the paper's
+    setting).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input columns.
+    n_features_out_ : int
+        Number of output columns, ``n_features_in_``.
+    """
+
+    _writes_out = False
+
+    @property
+    def n_features_out_(self):
+        return self.n_features_in_
+
+    def _fit(self, X, sample_weight=None):
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _map(self, X, out=None):
+        if out is None:
+            return X
+        out[...] = X.toarray() if sp.issparse(X) else X
+        return out
+
+    def onnx_nodes(self, graph, X):
+        """The graph's name of the mapped inputs: ``X`` itself."""
+        return X
+
+
+class RobustClip(InputMap):
+    """Robust scaling and smooth clipping of every column
+    (``input_transform="robust_clip"``).
+
+    Each column is centered on its median, scaled by the smaller of its
+    standard deviation and its interquartile range over 1.349 (the range
+    where the quartiles coincide), and smoothly clipped,
+    ``x' = z / sqrt(1 + (z / B)²)`` with ``B = 3 · 1.349``; see the
+    module's description for the rules of flat and indicator columns and
+    of sparse inputs (kept sparse where a column's median is 0).
+
+    Parameters
+    ----------
+    stream : bool, default=False
+        Whether the map is fitted on the first chunk of a stream
+        (``partial_fit``): a column constant in it is centered but not
+        zeroed (its scale is 1), as later chunks may vary.
+
+    Attributes
+    ----------
+    center_ : ndarray of shape (n_features_in_,)
+        The column medians (float64).
+    scale_ : ndarray of shape (n_features_in_,)
+        The column factors (float64): ``z = (x − center_) · scale_``.
+    n_features_in_ : int
+        Number of input columns.
+    n_features_out_ : int
+        Number of output columns, ``n_features_in_``.
+    """
+
+    def __init__(self, stream=False):
+        self.stream = stream
+
+    @property
+    def n_features_out_(self):
+        return self.n_features_in_
+
+    def _fit(self, X, sample_weight=None):
+        center, scale = robust_clip_statistics(X, sample_weight)
+        if self.stream:
+            scale = np.where(scale > 0, scale, 1.0)
+        self.center_, self.scale_ = center, scale
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _map(self, X, out=None):
+        return robust_clip(X, self.center_, self.scale_, out=out)
+
+    def onnx_nodes(self, graph, X):
+        """Add the map's nodes to an ONNX graph.
+
+        Parameters
+        ----------
+        graph : object
+            The converter's graph builder (``node``, ``constant``).
+        X : str
+            The name of the inputs, in the graph's dtype.
+
+        Returns
+        -------
+        name : str
+            The name of the mapped inputs,
+            ``z = (x − c) a``, ``x' = z / √(1 + (z/B)²)``.
+        """
+        z = graph.node("Mul", [graph.node("Sub", [X, graph.constant(
+            "input_center", self.center_)]), graph.constant(
+            "input_scale", self.scale_)])
+        z = graph.node("Clip", [z, graph.constant("z_min", -_Z_MAX),
+                                graph.constant("z_max", _Z_MAX)])
+        z2 = graph.node("Mul", [graph.node("Mul", [z, z]), graph.constant(
+            "inv_clip2", np.array([1.0 / CLIP**2]))])
+        return graph.node("Div", [z, graph.node("Sqrt", [graph.node("Add", [
+            z2, graph.constant("one", np.array([1.0]))])])])
+
+    def _plain_attributes(self):
+        return {**super()._plain_attributes(),
+                "center_": np.asarray(self.center_),
+                "scale_": np.asarray(self.scale_)}
+
+    def _set_plain_attributes(self, attributes):
+        super()._set_plain_attributes(attributes)
+        self.center_ = np.asarray(attributes["center_"], dtype=np.float64)
+        self.scale_ = np.asarray(attributes["scale_"], dtype=np.float64)
+
+
+# the maps of ``input_transform``, by the parameter's value (None: Identity)
+INPUT_MAPS = {"robust_clip": RobustClip}
+_MAP_CLASSES = {cls.__name__: cls for cls in (Identity, RobustClip)}
+
+
+def make_input_map(input_transform, stream=False):
+    """The unfitted map of an ``input_transform`` value (``stream``: fitted
+    on the first chunk of a stream)."""
+    if input_transform is None:
+        return Identity()
+    if input_transform not in INPUT_MAPS:
+        raise ValueError(
+            f"input_transform={input_transform!r} is not one of "
+            f"{sorted(INPUT_MAPS)} or None.")
+    return INPUT_MAPS[input_transform](stream=stream)
+
+
+def input_map_to_dict(input_map):
+    """A fitted map as a dict of strings, numbers and arrays (what pickle
+    and ``skops`` files hold): its class name, parameters and fitted
+    state."""
+    return {"class": type(input_map).__name__,
+            "params": input_map.get_params(),
+            "attributes": input_map._plain_attributes()}
+
+
+def input_map_from_dict(plain):
+    """The fitted map stored by :func:`input_map_to_dict`."""
+    cls = _MAP_CLASSES[plain["class"]]
+    input_map = cls(**plain["params"])
+    input_map._set_plain_attributes(plain["attributes"])
+    return input_map
+
+
+def input_map_from_statistics(center, scale, n_features):
+    """The fitted map of the statistics ``input_center_`` and
+    ``input_scale_`` alone (None, None: the identity)."""
+    input_map = Identity() if center is None else RobustClip()
+    input_map._set_plain_attributes({"n_features_in_": n_features,
+                                     "center_": center, "scale_": scale})
+    return input_map

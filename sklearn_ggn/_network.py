@@ -26,7 +26,6 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk, ssyrk
 
 from ._activations import ACTIVATIONS
-from ._inputs import robust_clip
 from ._kernels import (
     apply_parts_kernel,
     apply_rank_factor_kernel,
@@ -187,16 +186,17 @@ class TwoLayerNetwork:
         Xa[:, -1] = 1
         return Xa
 
-    def augment_mapped(self, X, center, scale):
-        """``(Z, Ẑ)``: dense X through the input map (``robust_clip`` with
-        ``center``, ``scale``) and its augmented copy, the map written
+    def augment_mapped(self, X, input_map):
+        """``(Z, Ẑ)``: X through the fitted ``input_map`` (``Z``, of width
+        ``n_features``) and its augmented copy ``Ẑ``, the map written
         straight into the augmented array's first columns (``Z`` is a view
-        of them: one array of X's size instead of two). ``Ẑ`` is None where
-        there is nothing to fuse (no map, sparse X, no intercept)."""
-        if center is None or sp.issparse(X) or not self.fit_intercept:
-            return robust_clip(X, center, scale), None
+        of them: one array of Z's size instead of two). ``Ẑ`` is None where
+        there is nothing to fuse (the identity, sparse X, no intercept)."""
+        if (not input_map._writes_out or sp.issparse(X)
+                or not self.fit_intercept):
+            return input_map._map(X), None
         Xa = np.empty((X.shape[0], self.d_aug), dtype=X.dtype)
-        robust_clip(X, center, scale, out=Xa[:, :-1])
+        input_map._map(X, out=Xa[:, :-1])
         Xa[:, -1] = 1
         return Xa[:, :-1], Xa
 

@@ -1,10 +1,17 @@
 """Persistence of the estimators: pickle and ``skops.io`` store the
-solver's state as plain numbers and strings, and the posterior computed."""
+solver's state and the input map as plain numbers, strings and arrays, and
+the posterior computed."""
 
 import copy
 
 import numpy as np
 
+from ._inputs import (
+    InputMap,
+    input_map_from_dict,
+    input_map_from_statistics,
+    input_map_to_dict,
+)
 from .engine import AdaptiveDamping, FixedDamping, SolverState, TrustDamping
 
 
@@ -70,6 +77,10 @@ class PersistenceMixin:
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
             state = dict(state, _solver_state=solver_state_to_dict(solver_state))
+        # (the fitted input map as a plain dict, as the solver's state)
+        input_map = state.get("input_map_")
+        if isinstance(input_map, InputMap):
+            state = dict(state, input_map_=input_map_to_dict(input_map))
         return state
 
     # Copies take the state as it is (a posterior not yet computed stays so):
@@ -96,4 +107,12 @@ class PersistenceMixin:
             state.pop("_posterior_inputs", None)
         if "compute_dtype" not in state:  # files written before the parameter
             state = dict(state, compute_dtype="auto")
+        input_map = state.get("input_map_")
+        if isinstance(input_map, dict):
+            state = dict(state, input_map_=input_map_from_dict(input_map))
+        elif "input_center_" in state:  # the map as its statistics alone
+            state = dict(state)
+            state["input_map_"] = input_map_from_statistics(
+                state.pop("input_center_"), state.pop("input_scale_", None),
+                state.get("n_features_in_"))
         super().__setstate__(state)
