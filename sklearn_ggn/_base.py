@@ -314,49 +314,42 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             _plan.resolve_mu(self.get_params(deep=False)))
 
     def _initial_theta(self, network, dtype, rng, reuse):
-        """θ0: from the public weight attributes when warm-starting, else drawn.
-
-        Draw: ``U_ij ~ N(0, 1/d)`` (pre-activations of order one for
-        standardised inputs), ``V_ic ~ N(0, 1)``, zero biases.
-        """
-        n, d, K = network.n_hidden, network.n_features, network.n_outputs
-        if reuse and hasattr(self, "hidden_weights_"):
-            expected = {"hidden_weights_": (n, d), "output_weights_": (n, K)}
-            if self.fit_intercept:
-                expected.update(hidden_intercept_=(n,), output_intercept_=(K,))
-            parts = {}
-            for name, shape in expected.items():
-                if not hasattr(self, name):
-                    raise ValueError(
-                        f"warm start needs {name} of shape {shape} as well; set all "
-                        f"of {sorted(expected)} or none of them."
-                    )
-                value = np.asarray(getattr(self, name), dtype=dtype)
-                if value.shape != shape:
-                    raise ValueError(
-                        f"{name} has shape {value.shape} but this fit needs {shape} "
-                        f"(n_hidden={n}, n_features={d}, n_outputs={K})."
-                    )
-                if not np.all(np.isfinite(value)):
-                    raise ValueError(f"{name} contains NaN or infinity.")
-                parts[name] = value
-            return network.pack(parts["hidden_weights_"], parts["output_weights_"],
-                                parts.get("hidden_intercept_"),
-                                parts.get("output_intercept_"), dtype=dtype)
-        U = rng.standard_normal((n, d)) / np.sqrt(d)
-        V = rng.standard_normal((n, K))
-        return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
+        """θ0: from the public weight attributes when warm-starting, else
+        drawn (:meth:`TwoLayerNetwork.initial_theta`)."""
+        if not (reuse and hasattr(self, "hidden_weights_")):
+            return network.initial_theta(rng, dtype)
+        expected = {name + "_": shape
+                    for name, shape in network.weight_shapes().items()}
+        weights = {}
+        for name, shape in expected.items():
+            if not hasattr(self, name):
+                raise ValueError(
+                    f"warm start needs {name} of shape {shape} as well; set all "
+                    f"of {sorted(expected)} or none of them."
+                )
+            value = np.asarray(getattr(self, name), dtype=dtype)
+            if value.shape != shape:
+                raise ValueError(
+                    f"{name} has shape {value.shape} but this fit needs {shape} "
+                    f"(n_hidden={network.n_hidden}, {network.n_features} "
+                    f"inputs to the network (the columns of "
+                    f"input_map_.transform(X)), n_outputs={network.n_outputs})."
+                )
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{name} contains NaN or infinity.")
+            weights[name[:-1]] = value
+        return network.theta_of(weights, dtype=dtype)
 
     def _weights(self, network, theta, dtype):
         """The public weight attributes (names without the trailing ``_``), in
         ``dtype`` (X's)."""
-        U, b_h, V, b_o = (w if w is None else w.astype(dtype, copy=False)
-                          for w in network.public_weights(theta))
-        weights = {"hidden_weights": U, "output_weights": V}
-        if self.fit_intercept:
-            weights["hidden_intercept"] = b_h
-            weights["output_intercept"] = b_o
-        return weights
+        return network.weights(theta, dtype)
+
+    def _fitted_theta(self, network, dtype):
+        """θ of the public weight attributes, in ``dtype``."""
+        return network.theta_of(
+            {name: getattr(self, name + "_", None)
+             for name in network.weight_shapes()}, dtype=dtype)
 
     @property
     def input_center_(self):
@@ -393,6 +386,15 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                 "yourself and set input_transform=None.", UserWarning)
         return input_map._fit(X, sample_weight)
 
+    def _input_width(self, n_features, fresh_start):
+        """The network's input width for X of ``n_features`` columns when
+        it is known before the input map is fitted: the kept map's, or the
+        width the map gives any data (None when its fitted rows decide)."""
+        kept = self.__dict__.get("input_map_")
+        if not fresh_start and kept is not None:
+            return kept.n_features_out_
+        return make_input_map(self.input_transform)._fixed_width(n_features)
+
     def _fitted_input_map(self, n_features):
         """The fitted ``input_map_``; the identity of ``n_features`` columns
         for weights set by hand before any fit."""
@@ -427,10 +429,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         (:meth:`_network_inputs` of validated X, in the weights' dtype), or
         at their augmented form ``Za`` when given."""
         network = self._fitted_network(Z.shape[1], self.output_weights_.shape[1])
-        theta = network.pack(self.hidden_weights_, self.output_weights_,
-                             getattr(self, "hidden_intercept_", None),
-                             getattr(self, "output_intercept_", None),
-                             dtype=self.hidden_weights_.dtype)
+        theta = self._fitted_theta(network, self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(Z) if Za is None else Za,
                                with_deriv=False).outputs
 
@@ -443,11 +442,14 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         return step_structure(curvature, hessian, self._loss_object(), n_outputs)
 
     def _summary(self, X, n_outputs, sample_weight, rows_weight, incremental,
-                 early_stopping=False, watchable=False):
+                 early_stopping=False, watchable=False, n_features=None):
         """The :class:`~sklearn_ggn._plan.DataSummary` of this fit's
-        training rows (``sample_weight`` with class weights, float64)."""
+        training rows (``sample_weight`` with class weights, float64;
+        ``n_features`` the network's inputs, X's columns by default)."""
         return _plan.DataSummary(
-            n_samples=X.shape[0], n_features=X.shape[1], n_outputs=n_outputs,
+            n_samples=X.shape[0],
+            n_features=X.shape[1] if n_features is None else n_features,
+            n_outputs=n_outputs,
             rows_weight=rows_weight,
             train_weight=(float(np.sum(sample_weight)),
                           float(np.sum(sample_weight.astype(np.float32)))),
@@ -595,31 +597,46 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         else:
             rng = check_random_state(self.random_state if phase.seed is None
                                      else phase.seed)
-        network = self._network(X.shape[1], Y.shape[1])
         reuse = (self._continues(incremental, first_call)
                  if phase.continues is None else phase.continues)
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
-        # drawn in float64 and cast to the dtype the fit computes in (below)
-        theta0 = self._initial_theta(network, np.float64, rng, reuse)
         # Targets in the units the network is trained in (the regressor's
         # standardize_target); their statistics are kept while weights are
         # reused, so that a warm start or partial_fit continues the same map.
         Y, fitted = self._encode_targets(Y.astype(np.float64, copy=False),
                                          sample_weight, keep=not fresh_start)
         target_attributes = dict(fitted)
-        if self.store_initial_weights and (fresh_start
-                                           or not hasattr(self, "initial_weights_")):
-            fitted["initial_weights_"] = self._weights(network, theta0, dtype)
+        # The network's inputs are the input map's columns. The random
+        # stream draws θ0, then the early-stopping split; a map whose width
+        # its fitted rows decide is fitted on the training rows after the
+        # split, and θ0 drawn then.
+        width = self._input_width(X.shape[1], fresh_start)
+        start = (None if width is None
+                 else self._start_weights(width, Y.shape[1], rng, reuse))
         X, Y, sample_weight, y, validation, early_stopping = self._validation_rows(
             X, Y, sample_weight, data.y, validation, target_attributes, incremental,
             rng)
+        input_map = self._input_map(X, sample_weight, fresh_start, incremental)
+        network, theta0 = start or self._start_weights(
+            input_map.n_features_out_, Y.shape[1], rng, reuse)
+        if self.store_initial_weights and (fresh_start
+                                           or not hasattr(self, "initial_weights_")):
+            fitted["initial_weights_"] = self._weights(network, theta0, dtype)
         plan = _plan.plan_fit(self.get_params(deep=False), self._summary(
-            X, Y.shape[1], sample_weight, rows_weight, incremental, early_stopping))
+            X, Y.shape[1], sample_weight, rows_weight, incremental, early_stopping,
+            n_features=network.n_features))
         if phase.max_iter is not None:
             plan = plan._replace(max_iter=phase.max_iter)
-        return self._solve(network, plan, phase, fitted, target_attributes,
-                           (X, Y, sample_weight, y), validation,
+        return self._solve(network, input_map, plan, phase, fitted,
+                           target_attributes, (X, Y, sample_weight, y), validation,
                            Start(theta0, rng, fresh_start, reuse, first_call))
+
+    def _start_weights(self, n_features, n_outputs, rng, reuse):
+        """``(network, θ0)``: the network on ``n_features`` inputs (the
+        input map's columns) and its initial parameters, drawn in float64
+        (cast to the dtype the fit computes in by :meth:`_solve`)."""
+        network = self._network(n_features, n_outputs)
+        return network, self._initial_theta(network, np.float64, rng, reuse)
 
     def _validation_rows(self, X, Y, sample_weight, y, validation,
                          target_attributes, incremental, rng):
@@ -677,9 +694,10 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         return (X[idx_train], Y[idx_train], sample_weight[idx_train],
                 labels[idx_train], validation, True)
 
-    def _solve(self, network, plan, phase, fitted, target_attributes, training,
-               validation, start):
-        """Map the inputs, choose τ, solve, and set the fitted attributes."""
+    def _solve(self, network, input_map, plan, phase, fitted, target_attributes,
+               training, validation, start):
+        """Map the inputs through the fitted ``input_map``, choose τ, solve,
+        and set the fitted attributes."""
         theta0, rng, fresh_start, reuse, first_call = start
         X, Y, sample_weight, y = training
         given = (X, Y, sample_weight)  # (validated; perhaps the caller's)
@@ -688,7 +706,6 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # returned in X's dtype
         work = plan.work_dtype
         callback_rows = (X, y, sample_weight)  # as given to the callbacks
-        input_map = self._input_map(X, sample_weight, fresh_start, incremental)
         inputs = {"input_map_": input_map}
         X, Xa, (x_max, unscaled) = self._mapped_inputs(network, input_map, X,
                                                        work)

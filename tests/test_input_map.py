@@ -165,3 +165,25 @@ def test_skops_files_of_the_0_15_release_load(name):
     np.testing.assert_array_equal(reg.predict(stored["X"]), stored[name])
     assert isinstance(reg.input_map_,
                       RobustClip if name == "robust_clip" else Identity)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_network_owns_its_layout(fit_intercept):
+    from sklearn_ggn._network import TwoLayerNetwork
+
+    network = TwoLayerNetwork(5, 4, 3, 0.5, "silu", fit_intercept)
+    shapes = network.weight_shapes()
+    names = ["hidden_weights", "hidden_intercept", "output_weights",
+             "output_intercept"]
+    assert list(shapes) == (names if fit_intercept else names[::2])
+    assert sum(int(np.prod(s)) for s in shapes.values()) == network.n_params
+    theta = network.initial_theta(np.random.RandomState(0))
+    weights = network.weights(theta)
+    assert {k: v.shape for k, v in weights.items()} == shapes
+    np.testing.assert_array_equal(network.theta_of(weights), theta)
+    rng = np.random.RandomState(0)
+    np.testing.assert_array_equal(weights["hidden_weights"],
+                                  rng.standard_normal((4, 5)) / np.sqrt(5))
+    np.testing.assert_array_equal(weights["output_weights"],
+                                  rng.standard_normal((4, 3)))
+    assert network.weights(theta, np.float32)["output_weights"].dtype == np.float32
