@@ -3,8 +3,10 @@
 Each map is a fitted transformer (:class:`InputMap`: ``fit``,
 ``transform``, ``n_features_out_``, its own ONNX nodes), held by a fitted
 estimator as ``input_map_`` and applied wherever ``X`` enters the
-network: :class:`Identity` (None) and :class:`RobustClip`, the robust
-scaling with smooth clipping described below.
+network: :class:`Identity` (None), :class:`RobustClip`
+(``"robust_clip"``: the robust scaling with smooth clipping described
+below) and :class:`PiecewiseLinear` (``"robust_clip+ple"``: the same, and
+piecewise-linear encodings of its columns on their training quantiles).
 
 ``input_transform="robust_clip"`` maps every column ``x`` of ``X`` to
 
