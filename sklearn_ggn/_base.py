@@ -9,7 +9,6 @@ import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 from typing import NamedTuple
-from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,7 +21,12 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
-from ._inputs import robust_clip, robust_clip_statistics
+from ._inputs import (
+    INPUT_MAPS,
+    Identity,
+    input_map_from_statistics,
+    make_input_map,
+)
 from ._monitor import Monitor, Records
 from ._network import TwoLayerNetwork
 from ._persistence import PersistenceMixin
@@ -169,7 +173,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
         "scoring": [str, callable, None],
-        "input_transform": [StrOptions({"robust_clip"}), None],
+        "input_transform": [StrOptions(set(INPUT_MAPS)), None],
         "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
     }
 
@@ -310,98 +314,114 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             _plan.resolve_mu(self.get_params(deep=False)))
 
     def _initial_theta(self, network, dtype, rng, reuse):
-        """θ0: from the public weight attributes when warm-starting, else drawn.
-
-        Draw: ``U_ij ~ N(0, 1/d)`` (pre-activations of order one for
-        standardised inputs), ``V_ic ~ N(0, 1)``, zero biases.
-        """
-        n, d, K = network.n_hidden, network.n_features, network.n_outputs
-        if reuse and hasattr(self, "hidden_weights_"):
-            expected = {"hidden_weights_": (n, d), "output_weights_": (n, K)}
-            if self.fit_intercept:
-                expected.update(hidden_intercept_=(n,), output_intercept_=(K,))
-            parts = {}
-            for name, shape in expected.items():
-                if not hasattr(self, name):
-                    raise ValueError(
-                        f"warm start needs {name} of shape {shape} as well; set all "
-                        f"of {sorted(expected)} or none of them."
-                    )
-                value = np.asarray(getattr(self, name), dtype=dtype)
-                if value.shape != shape:
-                    raise ValueError(
-                        f"{name} has shape {value.shape} but this fit needs {shape} "
-                        f"(n_hidden={n}, n_features={d}, n_outputs={K})."
-                    )
-                if not np.all(np.isfinite(value)):
-                    raise ValueError(f"{name} contains NaN or infinity.")
-                parts[name] = value
-            return network.pack(parts["hidden_weights_"], parts["output_weights_"],
-                                parts.get("hidden_intercept_"),
-                                parts.get("output_intercept_"), dtype=dtype)
-        U = rng.standard_normal((n, d)) / np.sqrt(d)
-        V = rng.standard_normal((n, K))
-        return network.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
+        """θ0: from the public weight attributes when warm-starting, else
+        drawn (:meth:`TwoLayerNetwork.initial_theta`)."""
+        if not (reuse and hasattr(self, "hidden_weights_")):
+            return network.initial_theta(rng, dtype)
+        expected = {name + "_": shape
+                    for name, shape in network.weight_shapes().items()}
+        weights = {}
+        for name, shape in expected.items():
+            if not hasattr(self, name):
+                raise ValueError(
+                    f"warm start needs {name} of shape {shape} as well; set all "
+                    f"of {sorted(expected)} or none of them."
+                )
+            value = np.asarray(getattr(self, name), dtype=dtype)
+            if value.shape != shape:
+                raise ValueError(
+                    f"{name} has shape {value.shape} but this fit needs {shape} "
+                    f"(n_hidden={network.n_hidden}, {network.n_features} "
+                    f"inputs to the network (the columns of "
+                    f"input_map_.transform(X)), n_outputs={network.n_outputs})."
+                )
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{name} contains NaN or infinity.")
+            weights[name[:-1]] = value
+        return network.theta_of(weights, dtype=dtype)
 
     def _weights(self, network, theta, dtype):
         """The public weight attributes (names without the trailing ``_``), in
         ``dtype`` (X's)."""
-        U, b_h, V, b_o = (w if w is None else w.astype(dtype, copy=False)
-                          for w in network.public_weights(theta))
-        weights = {"hidden_weights": U, "output_weights": V}
-        if self.fit_intercept:
-            weights["hidden_intercept"] = b_h
-            weights["output_intercept"] = b_o
-        return weights
+        return network.weights(theta, dtype)
 
-    def _input_statistics(self, X, sample_weight, fresh_start, incremental=False):
-        """``(input_center_, input_scale_)`` of this fit: from the training
-        rows on a fresh start (``input_transform="robust_clip"``),
-        else those of the fit whose weights are reused (a warm start or
-        ``partial_fit`` continues the same map; weights set by hand before
-        any fit are on the inputs as this fit maps them); ``(None, None)``
-        when the network sees X as given."""
-        if not fresh_start and "input_center_" in self.__dict__:
-            return self.input_center_, self.input_scale_
-        if self.input_transform == "robust_clip":
-            center, scale = robust_clip_statistics(X, sample_weight)
-            if incremental:
-                # the first partial_fit chunk sets the map for the stream: a
-                # column constant in it (a level absent from it, a pixel
-                # never lit there, every column of a one-row chunk) is
-                # centered, not zeroed for good
-                scale = np.where(scale > 0, scale, 1.0)
-                if X.shape[0] < _MAP_MIN_ROWS:
-                    warnings.warn(
-                        "input_transform='robust_clip' takes its statistics "
-                        f"from the first partial_fit chunk, here {X.shape[0]} "
-                        "row(s), and keeps them for the whole stream. Give "
-                        f"partial_fit a first chunk of {_MAP_MIN_ROWS} rows or "
-                        "more that represents the data, or scale the inputs "
-                        "yourself and set input_transform=None.", UserWarning)
-            return center, scale
-        return None, None
+    def _fitted_theta(self, network, dtype):
+        """θ of the public weight attributes, in ``dtype``."""
+        return network.theta_of(
+            {name: getattr(self, name + "_", None)
+             for name in network.weight_shapes()}, dtype=dtype)
+
+    @property
+    def input_center_(self):
+        """The column medians of the fitted input map (``input_map_``), or
+        None when it has none (``input_transform=None``)."""
+        return getattr(self.input_map_, "center_", None)
+
+    @property
+    def input_scale_(self):
+        """The column factors of the fitted input map (``input_map_``), or
+        None when it has none (``input_transform=None``)."""
+        return getattr(self.input_map_, "scale_", None)
+
+    def _input_map(self, X, sample_weight, fresh_start, incremental=False):
+        """The fitted input map of this fit: fitted on the training rows on
+        a fresh start, else that of the fit whose weights are reused (a
+        warm start or ``partial_fit`` continues the same map; weights set
+        by hand before any fit are on the inputs as this fit maps them)."""
+        kept = self.__dict__.get("input_map_")
+        if not fresh_start and kept is not None:
+            return kept
+        # the first partial_fit chunk sets the map for the stream: a column
+        # constant in it (a level absent from it, a pixel never lit there,
+        # every column of a one-row chunk) is centered, not zeroed for good
+        input_map = make_input_map(self.input_transform, stream=incremental)
+        if (incremental and self.input_transform is not None
+                and X.shape[0] < _MAP_MIN_ROWS):
+            warnings.warn(
+                f"input_transform={self.input_transform!r} takes its "
+                f"statistics from the first partial_fit chunk, here "
+                f"{X.shape[0]} row(s), and keeps them for the whole stream. "
+                f"Give partial_fit a first chunk of {_MAP_MIN_ROWS} rows or "
+                "more that represents the data, or scale the inputs "
+                "yourself and set input_transform=None.", UserWarning)
+        return input_map._fit(X, sample_weight)
+
+    def _input_width(self, n_features, fresh_start):
+        """The network's input width for X of ``n_features`` columns when
+        it is known before the input map is fitted: the kept map's, or the
+        width the map gives any data (None when its fitted rows decide)."""
+        kept = self.__dict__.get("input_map_")
+        if not fresh_start and kept is not None:
+            return kept.n_features_out_
+        return make_input_map(self.input_transform)._fixed_width(n_features)
+
+    def _fitted_input_map(self, n_features):
+        """The fitted ``input_map_``; the identity of ``n_features`` columns
+        for weights set by hand before any fit."""
+        input_map = self.__dict__.get("input_map_")
+        if input_map is None:
+            return input_map_from_statistics(None, None, n_features)
+        return input_map
 
     def _network_inputs(self, X, augmented=False):
-        """Validated X as the network sees it: through the fitted
-        ``input_transform`` (``input_center_``, ``input_scale_``).
+        """Validated X as the network sees it: cast to the weights' dtype,
+        then through the fitted input map (``input_map_``). The one path
+        of every prediction from X.
 
         ``augmented=True`` returns ``(Z, Ẑ)`` with ``Ẑ`` the network's
         augmented inputs and ``Z`` a view of their first columns when the
-        map can be written straight into them (X in the weights' dtype),
-        else ``(Z, None)``."""
-        center = getattr(self, "input_center_", None)
-        scale = getattr(self, "input_scale_", None)
+        map can be written straight into them, else ``(Z, None)``."""
+        X = X.astype(self.hidden_weights_.dtype, copy=False)
+        input_map = self._fitted_input_map(X.shape[1])
         if not augmented:
-            return robust_clip(X, center, scale)
-        if X.dtype != self.hidden_weights_.dtype:
-            return robust_clip(X, center, scale), None
-        return self._fitted_network(X.shape[1], self.output_weights_.shape[1]
-                                    ).augment_mapped(X, center, scale)
+            return input_map._map(X)
+        network = self._fitted_network(input_map.n_features_out_,
+                                       self.output_weights_.shape[1])
+        return network.augment_mapped(X, input_map)
 
     def _raw_output(self, X):
         """Φ(X) of shape (n_samples, n_outputs_) from the public weights, for
-        validated X in the weights' dtype."""
+        validated X (in the weights' dtype)."""
         return self._outputs_at(*self._network_inputs(X, augmented=True))
 
     def _outputs_at(self, Z, Za=None):
@@ -409,10 +429,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         (:meth:`_network_inputs` of validated X, in the weights' dtype), or
         at their augmented form ``Za`` when given."""
         network = self._fitted_network(Z.shape[1], self.output_weights_.shape[1])
-        theta = network.pack(self.hidden_weights_, self.output_weights_,
-                             getattr(self, "hidden_intercept_", None),
-                             getattr(self, "output_intercept_", None),
-                             dtype=self.hidden_weights_.dtype)
+        theta = self._fitted_theta(network, self.hidden_weights_.dtype)
         return network.forward(theta, network.augment(Z) if Za is None else Za,
                                with_deriv=False).outputs
 
@@ -425,11 +442,14 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         return step_structure(curvature, hessian, self._loss_object(), n_outputs)
 
     def _summary(self, X, n_outputs, sample_weight, rows_weight, incremental,
-                 early_stopping=False, watchable=False):
+                 early_stopping=False, watchable=False, n_features=None):
         """The :class:`~sklearn_ggn._plan.DataSummary` of this fit's
-        training rows (``sample_weight`` with class weights, float64)."""
+        training rows (``sample_weight`` with class weights, float64;
+        ``n_features`` the network's inputs, X's columns by default)."""
         return _plan.DataSummary(
-            n_samples=X.shape[0], n_features=X.shape[1], n_outputs=n_outputs,
+            n_samples=X.shape[0],
+            n_features=X.shape[1] if n_features is None else n_features,
+            n_outputs=n_outputs,
             rows_weight=rows_weight,
             train_weight=(float(np.sum(sample_weight)),
                           float(np.sum(sample_weight.astype(np.float32)))),
@@ -577,31 +597,46 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         else:
             rng = check_random_state(self.random_state if phase.seed is None
                                      else phase.seed)
-        network = self._network(X.shape[1], Y.shape[1])
         reuse = (self._continues(incremental, first_call)
                  if phase.continues is None else phase.continues)
         fresh_start = not (reuse and hasattr(self, "hidden_weights_"))
-        # drawn in float64 and cast to the dtype the fit computes in (below)
-        theta0 = self._initial_theta(network, np.float64, rng, reuse)
         # Targets in the units the network is trained in (the regressor's
         # standardize_target); their statistics are kept while weights are
         # reused, so that a warm start or partial_fit continues the same map.
         Y, fitted = self._encode_targets(Y.astype(np.float64, copy=False),
                                          sample_weight, keep=not fresh_start)
         target_attributes = dict(fitted)
-        if self.store_initial_weights and (fresh_start
-                                           or not hasattr(self, "initial_weights_")):
-            fitted["initial_weights_"] = self._weights(network, theta0, dtype)
+        # The network's inputs are the input map's columns. The random
+        # stream draws θ0, then the early-stopping split; a map whose width
+        # its fitted rows decide is fitted on the training rows after the
+        # split, and θ0 drawn then.
+        width = self._input_width(X.shape[1], fresh_start)
+        start = (None if width is None
+                 else self._start_weights(width, Y.shape[1], rng, reuse))
         X, Y, sample_weight, y, validation, early_stopping = self._validation_rows(
             X, Y, sample_weight, data.y, validation, target_attributes, incremental,
             rng)
+        input_map = self._input_map(X, sample_weight, fresh_start, incremental)
+        network, theta0 = start or self._start_weights(
+            input_map.n_features_out_, Y.shape[1], rng, reuse)
+        if self.store_initial_weights and (fresh_start
+                                           or not hasattr(self, "initial_weights_")):
+            fitted["initial_weights_"] = self._weights(network, theta0, dtype)
         plan = _plan.plan_fit(self.get_params(deep=False), self._summary(
-            X, Y.shape[1], sample_weight, rows_weight, incremental, early_stopping))
+            X, Y.shape[1], sample_weight, rows_weight, incremental, early_stopping,
+            n_features=network.n_features))
         if phase.max_iter is not None:
             plan = plan._replace(max_iter=phase.max_iter)
-        return self._solve(network, plan, phase, fitted, target_attributes,
-                           (X, Y, sample_weight, y), validation,
+        return self._solve(network, input_map, plan, phase, fitted,
+                           target_attributes, (X, Y, sample_weight, y), validation,
                            Start(theta0, rng, fresh_start, reuse, first_call))
+
+    def _start_weights(self, n_features, n_outputs, rng, reuse):
+        """``(network, θ0)``: the network on ``n_features`` inputs (the
+        input map's columns) and its initial parameters, drawn in float64
+        (cast to the dtype the fit computes in by :meth:`_solve`)."""
+        network = self._network(n_features, n_outputs)
+        return network, self._initial_theta(network, np.float64, rng, reuse)
 
     def _validation_rows(self, X, Y, sample_weight, y, validation,
                          target_attributes, incremental, rng):
@@ -659,9 +694,10 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         return (X[idx_train], Y[idx_train], sample_weight[idx_train],
                 labels[idx_train], validation, True)
 
-    def _solve(self, network, plan, phase, fitted, target_attributes, training,
-               validation, start):
-        """Map the inputs, choose τ, solve, and set the fitted attributes."""
+    def _solve(self, network, input_map, plan, phase, fitted, target_attributes,
+               training, validation, start):
+        """Map the inputs through the fitted ``input_map``, choose τ, solve,
+        and set the fitted attributes."""
         theta0, rng, fresh_start, reuse, first_call = start
         X, Y, sample_weight, y = training
         given = (X, Y, sample_weight)  # (validated; perhaps the caller's)
@@ -670,8 +706,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # returned in X's dtype
         work = plan.work_dtype
         callback_rows = (X, y, sample_weight)  # as given to the callbacks
-        X, Xa, inputs, (x_max, unscaled) = self._mapped_inputs(
-            network, X, sample_weight, fresh_start, incremental, work)
+        inputs = {"input_map_": input_map}
+        X, Xa, (x_max, unscaled) = self._mapped_inputs(network, input_map, X,
+                                                       work)
         fitted.update(inputs)
         # (θ0 keeps its float64 draw: rounded to float32 first, the float32
         # fit would not follow the float64 one; initial_weights_ shows it
@@ -680,7 +717,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                                        (X, Y, sample_weight, theta0))
         if validation is not None:
             validation = self._mapped_validation(validation, target_attributes,
-                                                 inputs, dtype, work)
+                                                 input_map, dtype, work)
         regularizer = REGULARIZERS[self.regularizer](plan.mu)
         tau, fitted["tau_path_"] = plan.tau, None
         if plan.tau_rule == "select":
@@ -707,15 +744,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                           solver.max_iter, callback_rows, dtype,
                           {**target_attributes, **inputs,
                            "_posterior_cache": fitting_posterior()})
-        state = (copy.deepcopy(self._solver_state)
-                 if records.continued and hasattr(self, "_solver_state") else None)
-        if state is not None and getattr(self, "tau_", tau) != tau:
-            # another τ is another objective (tau="auto" after partial_fit's
-            # 1e-4, or on other rows): its epochs are not judged against the
-            # best and last ones of the earlier objective, and the damping
-            # starts again from its initial λ
-            state.new_objective(restart=True)
-        result = solver.solve(problem, theta0, rng, monitor, state,
+        result = solver.solve(problem, theta0, rng, monitor,
+                              self._continued_state(records, tau),
                               time_offset=records.elapsed)
         theta = early.best_theta if early else result.theta
         monitor.close(result, theta)
@@ -739,11 +769,25 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                                   theta0, theta)
         return result.status
 
+    def _continued_state(self, records, tau):
+        """A copy of the solver's state that the solve continues, or None."""
+        if not (records.continued and hasattr(self, "_solver_state")):
+            return None
+        state = copy.deepcopy(self._solver_state)
+        if getattr(self, "tau_", tau) != tau:
+            # another τ is another objective (tau="auto" after partial_fit's
+            # 1e-4, or on other rows): its epochs are not judged against the
+            # best and last ones of the earlier objective, and the damping
+            # starts again from its initial λ
+            state.new_objective(restart=True)
+        return state
+
     def _solved_attributes(self, network, problem, X, result, theta, dtype, rng,
                            incremental, target_attributes, given):
         """The fitted attributes of a solve that ended at ``theta`` (``X``
-        the rows as the network saw them): the weights in X's ``dtype``, the posterior's cache, the network's form
-        and the state a warm start or ``partial_fit`` continues from."""
+        the rows as the network saw them): the weights in X's ``dtype``,
+        the posterior's cache, the network's form and the state a warm
+        start or ``partial_fit`` continues from."""
         attributes = {name + "_": value for name, value
                       in self._weights(network, theta, dtype).items()}
         # the Laplace posterior is computed on first use (_posterior), from
@@ -764,28 +808,26 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             linear_solver_=result.linear_solver)
         return attributes
 
-    def _mapped_inputs(self, network, X, sample_weight, fresh_start, incremental,
-                       work):
-        """``(X, Xa, inputs, (x_max, unscaled))``: the inputs as the network
-        sees them (``Xa`` their augmented form when mapped straight into it,
-        as when X's dtype is the one the steps compute in), the fitted
-        input map, and what :func:`_advice.check_inputs` found."""
-        center, scale = self._input_statistics(X, sample_weight, fresh_start,
-                                               incremental)
-        inputs = {"input_center_": center, "input_scale_": scale}
-        X, Xa = (network.augment_mapped(X, center, scale) if X.dtype == work
-                 else (robust_clip(X, center, scale), None))
-        return X, Xa, inputs, _advice.check_inputs(X, mapped=center is not None)
+    def _mapped_inputs(self, network, input_map, X, work):
+        """``(X, Xa, (x_max, unscaled))``: the inputs as the network sees
+        them through the fitted ``input_map`` (``Xa`` their augmented form
+        when mapped straight into it, as when X's dtype is the one the
+        steps compute in), and what :func:`_advice.check_inputs` found."""
+        X, Xa = (network.augment_mapped(X, input_map) if X.dtype == work
+                 else (input_map._map(X), None))
+        return X, Xa, _advice.check_inputs(
+            X, mapped=not isinstance(input_map, Identity))
 
-    def _mapped_validation(self, validation, target_attributes, inputs, dtype,
-                           work):
+    def _mapped_validation(self, validation, target_attributes, input_map,
+                           dtype, work):
         """The validation rows as the network sees them, with their scorer."""
         X_val, Y_val, sw_val, labels = validation
-        scorer = self._validation_scorer((X_val, Y_val, sw_val), labels,
-                                         {**target_attributes, **inputs}, dtype)
+        scorer = self._validation_scorer(
+            (X_val, Y_val, sw_val), labels,
+            {**target_attributes, "input_map_": input_map}, dtype)
         # (the scorer predicts from the rows as given; the monitor's network
         # from the rows as the network sees them)
-        X_val = robust_clip(X_val, inputs["input_center_"], inputs["input_scale_"])
+        X_val = input_map._map(X_val)
         return tuple(a.astype(work, copy=False)
                      for a in (X_val, Y_val, sw_val)) + (scorer,)
 

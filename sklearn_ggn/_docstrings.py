@@ -157,15 +157,23 @@ PARAMETERS = """
         the validation risk, or a scorer name or callable
         ``scorer(estimator, X, y)`` (greater is better).
 
-    input_transform : {"robust_clip"} or None, default="robust_clip"
-        What the network sees of ``X``. ``"robust_clip"``: each column
-        centered on its median, scaled to unit robust spread and smoothly
-        clipped below ±3·1.349, so that outlying rows cannot take huge
-        steps; the statistics (``input_center_``, ``input_scale_``) come
-        from the first fit's rows and are kept by warm starts and
-        ``partial_fit``. Sparse ``X`` gets its dense copy's map, kept sparse
-        where a column's median is 0. None: ``X`` as given (the paper's
-        setting). See :ref:`default-input-transform`.
+    input_transform : {"robust_clip", "robust_clip+ple"} or None, default="robust_clip"
+        What the network sees of ``X`` (the fitted map is ``input_map_``).
+        ``"robust_clip"``: each column centered on its median, scaled to
+        unit robust spread and smoothly clipped below ±3·1.349, so that
+        outlying rows cannot take huge steps; the statistics
+        (``input_center_``, ``input_scale_``) come from the first fit's
+        rows and are kept by warm starts and ``partial_fit``. Sparse ``X``
+        gets its dense copy's map, kept sparse where a column's median is
+        0. ``"robust_clip+ple"``: the same, and each clipped column with at
+        least three distinct values also encoded piecewise-linearly on up
+        to 16 bins of its training quantiles (``min(1, max(0, (x' −
+        b_{j−1}) / (b_j − b_{j−1})))`` per bin), so that a threshold or a
+        bump in one column is one hidden unit's work; the network then has
+        up to 17 inputs per column. On sparse ``X`` a column of median 0
+        with negative values is left unencoded (its encoding would fill
+        every row): a sparse one-hot block stays sparse. None: ``X`` as
+        given (the paper's setting). See :ref:`default-input-transform`.
 
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         The floating-point type the training steps compute in. ``"auto"``:
@@ -300,14 +308,21 @@ ATTRIBUTES = """
     batch_size_ : int
         Rows per step of the last call.
 
+    input_map_ : transformer
+        The fitted input map of ``input_transform``: what the network sees
+        of ``X`` is ``input_map_.transform(X)``, of width
+        ``input_map_.n_features_out_`` (the columns of
+        ``hidden_weights_``). ``RobustClip`` for ``"robust_clip"``,
+        ``Identity`` for None.
+
     input_center_ : ndarray of shape (`n_features_in_`,) or None
-        The column medians of ``input_transform="robust_clip"`` (a sparse
-        column's implicit zeros count); None when the network sees ``X`` as
-        given.
+        The column medians of the input map (``input_map_.center_``; a
+        sparse column's implicit zeros count); None when the network sees
+        ``X`` as given.
 
     input_scale_ : ndarray of shape (`n_features_in_`,) or None
-        The column factors of ``input_transform="robust_clip"``; None as
-        ``input_center_``.
+        The column factors of the input map (``input_map_.scale_``); None
+        as ``input_center_``.
 
     n_features_in_ : int
         Number of features seen during ``fit``.

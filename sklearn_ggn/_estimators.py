@@ -442,7 +442,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                           accept_sparse=_ACCEPT_SPARSE)
         # (the network's inputs, mapped once for the mean and the std)
         Z, Za = self._network_inputs(X, augmented=True)
-        out = self._outputs_at(Z.astype(self.hidden_weights_.dtype, copy=False), Za)
+        out = self._outputs_at(Z, Za)
         if self._loss_of_fit() == "poisson":
             out = PoissonLoss.mean(out)
         # back to the units of y (see standardize_target)
@@ -770,7 +770,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         check_is_fitted(self, ["hidden_weights_", "output_weights_"])
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
                           accept_sparse=_ACCEPT_SPARSE)
-        out = self._raw_output(X.astype(self.hidden_weights_.dtype, copy=False))
+        out = self._raw_output(X)
         if len(self.classes_) == 2 and not self._multilabel:
             return out[:, 0] if out.shape[1] == 1 else out[:, 1] - out[:, 0]
         return out
@@ -849,7 +849,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
         dtype = self.hidden_weights_.dtype
         # (mapped once for the mean and variance)
         Z, Za = self._network_inputs(X, augmented=True)
-        logits = self._outputs_at(Z.astype(dtype, copy=False), Za).astype(np.float64)
+        logits = self._outputs_at(Z, Za).astype(np.float64)
         variance = self._output_variance(Z, Za)
         logits /= np.sqrt(1.0 + np.pi * variance / 8.0)
         if self._multilabel:

@@ -26,7 +26,6 @@ import scipy.sparse as sp
 from scipy.linalg.blas import dsyrk, ssyrk
 
 from ._activations import ACTIVATIONS
-from ._inputs import robust_clip
 from ._kernels import (
     apply_parts_kernel,
     apply_rank_factor_kernel,
@@ -162,14 +161,48 @@ class TwoLayerNetwork:
             parts.append(b_o)
         return np.concatenate([np.asarray(p, dtype=dtype).ravel() for p in parts])
 
-    def public_weights(self, theta):
-        """Copies ``(U, b_h, V, b_o)`` of the estimator's public attributes
-        (``b_h``, ``b_o`` are None without intercept)."""
-        U_aug, V, b_o = self.unpack(theta)
-        U = np.array(U_aug[:, : self.n_features])
+    def weight_shapes(self):
+        """The public weights, layer by layer: their names (the fitted
+        estimators' attributes without the trailing ``_``) and shapes.
+
+        ``hidden_weights`` U (n × d), ``hidden_intercept`` b_h (n),
+        ``output_weights`` V (n × K), ``output_intercept`` b_o (K); the
+        intercepts only with ``fit_intercept``.
+        """
+        n, d, K = self.n_hidden, self.n_features, self.n_outputs
         if not self.fit_intercept:
-            return U, None, np.array(V), None
-        return U, np.array(U_aug[:, -1]), np.array(V), np.array(b_o)
+            return {"hidden_weights": (n, d), "output_weights": (n, K)}
+        return {"hidden_weights": (n, d), "hidden_intercept": (n,),
+                "output_weights": (n, K), "output_intercept": (K,)}
+
+    def weights(self, theta, dtype=None):
+        """The public weights of θ (copies, by the names of
+        :meth:`weight_shapes`), in ``dtype`` (θ's by default)."""
+        U_aug, V, b_o = self.unpack(theta)
+        weights = {"hidden_weights": U_aug[:, :self.n_features],
+                   "output_weights": V}
+        if self.fit_intercept:
+            weights.update(hidden_intercept=U_aug[:, -1], output_intercept=b_o)
+        dtype = theta.dtype if dtype is None else dtype
+        return {name: np.array(weights[name], dtype=dtype)
+                for name in self.weight_shapes()}
+
+    def theta_of(self, weights, dtype=np.float64):
+        """θ from the public weights (a mapping by the names of
+        :meth:`weight_shapes`; intercepts are read only with
+        ``fit_intercept``)."""
+        return self.pack(weights["hidden_weights"], weights["output_weights"],
+                         weights.get("hidden_intercept"),
+                         weights.get("output_intercept"), dtype=dtype)
+
+    def initial_theta(self, rng, dtype=np.float64):
+        """θ0 drawn from ``rng``: ``U_ij ~ N(0, 1/d)`` (pre-activations of
+        order one for standardized inputs), then ``V_ic ~ N(0, 1)``; zero
+        intercepts."""
+        n, d, K = self.n_hidden, self.n_features, self.n_outputs
+        U = rng.standard_normal((n, d)) / np.sqrt(d)
+        V = rng.standard_normal((n, K))
+        return self.pack(U, V, np.zeros(n), np.zeros(K), dtype=dtype)
 
     def augment(self, X):
         """Append the intercept column of ones to X (C-contiguous, X's dtype).
@@ -187,16 +220,17 @@ class TwoLayerNetwork:
         Xa[:, -1] = 1
         return Xa
 
-    def augment_mapped(self, X, center, scale):
-        """``(Z, Ẑ)``: dense X through the input map (``robust_clip`` with
-        ``center``, ``scale``) and its augmented copy, the map written
+    def augment_mapped(self, X, input_map):
+        """``(Z, Ẑ)``: X through the fitted ``input_map`` (``Z``, of width
+        ``n_features``) and its augmented copy ``Ẑ``, the map written
         straight into the augmented array's first columns (``Z`` is a view
-        of them: one array of X's size instead of two). ``Ẑ`` is None where
-        there is nothing to fuse (no map, sparse X, no intercept)."""
-        if center is None or sp.issparse(X) or not self.fit_intercept:
-            return robust_clip(X, center, scale), None
+        of them: one array of Z's size instead of two). ``Ẑ`` is None where
+        there is nothing to fuse (the identity, sparse X, no intercept)."""
+        if (not input_map._writes_out or sp.issparse(X)
+                or not self.fit_intercept):
+            return input_map._map(X), None
         Xa = np.empty((X.shape[0], self.d_aug), dtype=X.dtype)
-        robust_clip(X, center, scale, out=Xa[:, :-1])
+        input_map._map(X, out=Xa[:, :-1])
         Xa[:, -1] = 1
         return Xa[:, :-1], Xa
 

@@ -172,19 +172,8 @@ class _Graph:
 def _network_outputs(graph, est, X):
     """Φ(X) of shape (N, K): ``κ ρ(X Uᵀ + b_h) V + b_o``."""
     X = graph.node("Cast", [X], to=graph.proto)
-    if getattr(est, "input_center_", None) is not None:
-        # input_transform="robust_clip": z = a (x − c), x' = z / √(1 + (z/B)²)
-        from sklearn_ggn._inputs import _Z_MAX, CLIP
-
-        z = graph.node("Mul", [graph.node("Sub", [X, graph.constant(
-            "input_center", est.input_center_)]), graph.constant(
-            "input_scale", est.input_scale_)])
-        z = graph.node("Clip", [z, graph.constant("z_min", -_Z_MAX),
-                                graph.constant("z_max", _Z_MAX)])
-        z2 = graph.node("Mul", [graph.node("Mul", [z, z]), graph.constant(
-            "inv_clip2", np.array([1.0 / CLIP**2]))])
-        X = graph.node("Div", [z, graph.node("Sqrt", [graph.node("Add", [
-            z2, graph.constant("one", np.array([1.0]))])])])
+    # the fitted input map writes its own nodes
+    X = est._fitted_input_map(est.hidden_weights_.shape[1]).onnx_nodes(graph, X)
     # (the fitted network: its width, activation, κ and biases as fitted)
     network = est._fitted_network(est.hidden_weights_.shape[1],
                                   est.output_weights_.shape[1])

@@ -1,13 +1,19 @@
 """Persistence of the estimators: pickle and ``skops.io`` store the
-solver's state as plain numbers and strings, and the Laplace posterior only
-when ``store_posterior=True`` (computed then); never the training rows it
-is computed from."""
+solver's state and the input map as plain numbers, strings and arrays,
+and the Laplace posterior only when ``store_posterior=True`` (computed
+then); never the training rows it is computed from."""
 
 import copy
 import warnings
 
 import numpy as np
 
+from ._inputs import (
+    InputMap,
+    input_map_from_dict,
+    input_map_from_statistics,
+    input_map_to_dict,
+)
 from ._posterior import not_stored
 from .engine import AdaptiveDamping, FixedDamping, SolverState, TrustDamping
 
@@ -89,6 +95,10 @@ class PersistenceMixin:
         solver_state = state.get("_solver_state")
         if isinstance(solver_state, SolverState):
             state = dict(state, _solver_state=solver_state_to_dict(solver_state))
+        # (the fitted input map as a plain dict, as the solver's state)
+        input_map = state.get("input_map_")
+        if isinstance(input_map, InputMap):
+            state = dict(state, input_map_=input_map_to_dict(input_map))
         return state
 
     # Copies take the state as it is (a posterior not yet computed stays so):
@@ -121,4 +131,12 @@ class PersistenceMixin:
             posterior = (state.get("_posterior_cache") or {}).get("state") or {}
             state = dict(state, store_posterior=posterior.get("_laplace")
                          is not None)
+        input_map = state.get("input_map_")
+        if isinstance(input_map, dict):
+            state = dict(state, input_map_=input_map_from_dict(input_map))
+        elif "input_center_" in state:  # the map as its statistics alone
+            state = dict(state)
+            state["input_map_"] = input_map_from_statistics(
+                state.pop("input_center_"), state.pop("input_scale_", None),
+                state.get("n_features_in_"))
         super().__setstate__(state)

@@ -266,10 +266,7 @@ class PosteriorMixin:
                 "No predictive uncertainty is available: "
                 f"{state.get('_laplace_unavailable') or 'refit the estimator'}.")
         network = self._fitted_network(Z.shape[1], self.output_weights_.shape[1])
-        theta = network.pack(self.hidden_weights_, self.output_weights_,
-                             getattr(self, "hidden_intercept_", None),
-                             getattr(self, "output_intercept_", None),
-                             dtype=np.float64)
+        theta = self._fitted_theta(network, np.float64)
         variance = _laplace.output_variance(
             network, theta, posterior, network.augment(Z) if Za is None else Za)
         return variance / posterior["n_weighted"]

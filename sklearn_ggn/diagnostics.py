@@ -32,13 +32,11 @@ def parameter_vector(estimator):
         ``fit_intercept=True``).
     """
     check_is_fitted(estimator, ["hidden_weights_", "output_weights_"])
-    parts = [estimator.hidden_weights_.ravel()]
-    if estimator.fit_intercept:
-        parts.append(estimator.hidden_intercept_)
-    parts.append(estimator.output_weights_.ravel())
-    if estimator.fit_intercept:
-        parts.append(estimator.output_intercept_)
-    return np.concatenate(parts)
+    network = estimator._fitted_network(estimator.hidden_weights_.shape[1],
+                                        estimator.output_weights_.shape[1])
+    # (the fitted network's weights, layer by layer)
+    return np.concatenate([np.ravel(getattr(estimator, name + "_"))
+                           for name in network.weight_shapes()])
 
 
 def _as_vector(theta):

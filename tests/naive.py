@@ -276,3 +276,24 @@ def block_factor(factor):
     for k in range(b):
         A[k * K:(k + 1) * K, k * K:(k + 1) * K] = factor[k]
     return A
+
+
+# ---------------------------------------------------------------- input maps
+
+
+def naive_quantile_edges(column, n_bins, w=None):
+    """The distinct values among the quantiles at levels ``j / n_bins`` of a
+    column, read off its sorted values with rows repeated by integer
+    weight (the smallest value whose empirical CDF reaches the level)."""
+    w = np.ones(len(column), dtype=int) if w is None else np.asarray(w, dtype=int)
+    col = np.sort(np.repeat(np.asarray(column, dtype=float), w))
+    n = len(col)
+    return np.unique([col[max(int(np.ceil(j / n_bins * n)) - 1, 0)]
+                      for j in range(n_bins + 1)])
+
+
+def naive_piecewise_linear(x, edges):
+    """The piecewise-linear encoding of one value, element by element:
+    ``min(1, max(0, (x − b_{j−1}) / (b_j − b_{j−1})))`` for j = 1..T."""
+    return [min(1.0, max(0.0, (x - edges[j - 1]) / (edges[j] - edges[j - 1])))
+            for j in range(1, len(edges))]
