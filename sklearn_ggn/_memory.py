@@ -17,14 +17,20 @@ Cholesky factorization of the engine (``engine.cholesky``); they are upper bound
 one step, including what both forms share (the forward pass, the
 sensitivities and a few parameter-sized vectors), not of the training data.
 
-The available memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), capped
-by a cgroup memory limit when one is set, else the free physical pages of
-``os.sysconf``; the environment variable ``SKLEARN_GGN_AVAILABLE_MEMORY``
-(bytes, or with a ``K``/``M``/``G``/``T`` suffix, powers of 1024) overrides
-both.
+The available memory is ``MemAvailable`` of ``/proc/meminfo`` (Linux), else
+the free physical pages of ``os.sysconf``, capped by a cgroup memory limit
+when one is set and by the room left under the process's address-space
+limit (``RLIMIT_AS``, ``ulimit -v``: the limit minus the virtual size);
+the environment variable ``SKLEARN_GGN_AVAILABLE_MEMORY`` (bytes, or with
+a ``K``/``M``/``G``/``T`` suffix, powers of 1024) overrides them all.
 """
 
 import os
+
+try:
+    import resource
+except ImportError:  # (not on Windows)
+    resource = None
 
 from ._network import (
     _BLOCK_BYTES,
@@ -199,12 +205,43 @@ def _sysconf_available():
         return None
 
 
+def _address_space_available():
+    """Room left under the process's address-space limit (``RLIMIT_AS``,
+    ``ulimit -v``): the limit minus the current virtual size, or None
+    without a limit (or where it cannot be read)."""
+    if resource is None or not hasattr(resource, "RLIMIT_AS"):
+        return None
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (OSError, ValueError):
+        return None
+    if limit == resource.RLIM_INFINITY or limit < 0:
+        return None
+    size = _virtual_size()
+    if size is None:
+        return None
+    return max(0, limit - size)
+
+
+def _virtual_size(path="/proc/self/statm"):
+    """The process's virtual size in bytes (``/proc/self/statm``'s first
+    field, in pages), or None."""
+    try:
+        with open(path) as f:
+            pages = int(f.read().split()[0])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def available_memory_bytes():
     """Bytes a fit may allocate, or None when unknown (then nothing is checked).
 
     ``SKLEARN_GGN_AVAILABLE_MEMORY`` overrides the measurement; otherwise
-    ``MemAvailable`` of ``/proc/meminfo`` (capped by a cgroup limit), else
-    ``os.sysconf`` free pages.
+    ``MemAvailable`` of ``/proc/meminfo`` (else ``os.sysconf`` free pages),
+    capped by a cgroup limit and by the room left under an address-space
+    limit (``RLIMIT_AS``: every allocation counts against it, whether or
+    not its pages are ever touched).
     """
     override = os.environ.get(ENV_AVAILABLE_MEMORY)
     if override:
@@ -218,9 +255,9 @@ def available_memory_bytes():
     available = _meminfo_available()
     if available is None:
         available = _sysconf_available()
-    cgroup = _cgroup_available()
-    if cgroup is not None:
-        available = cgroup if available is None else min(available, cgroup)
+    for limit in (_cgroup_available(), _address_space_available()):
+        if limit is not None:
+            available = limit if available is None else min(available, limit)
     return available
 
 

@@ -359,6 +359,31 @@ def test_available_memory(monkeypatch):
         _memory.available_memory_bytes()
 
 
+def test_available_memory_is_capped_by_the_address_space_limit(monkeypatch):
+    """Under ``ulimit -v`` (RLIMIT_AS) every allocation counts against the
+    limit: the room left is the limit minus the process's virtual size."""
+    monkeypatch.delenv(_memory.ENV_AVAILABLE_MEMORY, raising=False)
+    resource = pytest.importorskip("resource")
+    if not hasattr(resource, "RLIMIT_AS") or _memory._virtual_size() is None:
+        pytest.skip("no address-space limit or virtual size on this platform")
+    monkeypatch.setattr(_memory, "_meminfo_available", lambda: 64 * GIB)
+    monkeypatch.setattr(_memory, "_cgroup_available", lambda: None)
+    monkeypatch.setattr(_memory, "_virtual_size", lambda: 3 * GIB)
+    hard = resource.RLIM_INFINITY
+    monkeypatch.setattr(_memory.resource, "getrlimit",
+                        lambda which: (8 * GIB if which == resource.RLIMIT_AS
+                                       else hard, hard))
+    assert _memory.available_memory_bytes() == 5 * GIB
+    monkeypatch.setattr(_memory, "_meminfo_available", lambda: 2 * GIB)
+    assert _memory.available_memory_bytes() == 2 * GIB
+    monkeypatch.setenv(_memory.ENV_AVAILABLE_MEMORY, "40G")  # still overrides
+    assert _memory.available_memory_bytes() == 40 * GIB
+    monkeypatch.delenv(_memory.ENV_AVAILABLE_MEMORY)
+    monkeypatch.setattr(_memory.resource, "getrlimit", lambda which: (hard, hard))
+    monkeypatch.setattr(_memory, "_meminfo_available", lambda: 64 * GIB)
+    assert _memory.available_memory_bytes() == 64 * GIB
+
+
 def test_unknown_available_memory_checks_nothing(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory_bytes", lambda: None)
     assert _memory.choose_linear_solver("dual", 30_000, 10, 5000, 10) == "dual"
