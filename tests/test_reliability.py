@@ -9,7 +9,11 @@ Tests marked ``xfail(strict=True)`` fail on the current training loop and
 document what its rewrite must fix.
 """
 
+import json
+import os
 import pickle
+import subprocess
+import sys
 import tracemalloc
 import warnings
 
@@ -500,6 +504,70 @@ def test_step_peak_is_within_the_memory_estimate(monkeypatch, name, K, params,
     assert records
     for peak, estimate in records:
         assert peak <= estimate
+
+
+ADDRESS_SPACE_FIT = r"""
+import json, os, resource, sys, tracemalloc
+import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn_ggn import GGNScoreClassifier
+from sklearn_ggn.engine import _solver
+
+limit = 8 * 2**30
+with open("/proc/self/statm") as f:
+    size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+if size > limit // 2 or (hard != resource.RLIM_INFINITY and hard < limit):
+    print(json.dumps({"skip": f"virtual size {size}, hard limit {hard}"}))
+    sys.exit()
+resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+steps = []
+_solver.GGNScoreSolver.step = lambda *args: steps.append(1)
+rng = np.random.RandomState(0)
+X = rng.standard_normal((30_000, 5))
+y = np.arange(30_000) % 10
+clf = GGNScoreClassifier(n_hidden=5000, batch_size=None, random_state=0)
+params = sorted(vars(clf))
+tracemalloc.start()
+try:
+    clf.fit(X, y)
+    message = None
+except MemoryError as exc:
+    message = str(exc)
+peak = tracemalloc.get_traced_memory()[1]
+try:
+    clf.predict(X[:1])
+    unfitted = False
+except NotFittedError:
+    unfitted = sorted(vars(clf)) == params
+print(json.dumps({"message": message, "steps": len(steps), "peak": peak,
+                  "unfitted": unfitted}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"),
+                    reason="an address-space limit (RLIMIT_AS) and /proc")
+def test_fit_under_an_address_space_limit_refuses_before_its_first_step():
+    """The issue's full batch (30 000 rows, 10 classes, n_hidden=5000) under
+    an 8 GiB address-space limit (``ulimit -v``): the dual system alone is
+    3.4 GiB in float32, and the step needs several such arrays. The fit
+    raises MemoryError naming batch_size before its first step, having
+    allocated nothing large, and the estimator stays unfitted (a machine
+    with less than 8 GiB free refuses too)."""
+    env = {key: value for key, value in os.environ.items()
+           if key != _memory.ENV_AVAILABLE_MEMORY}
+    env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", ADDRESS_SPACE_FIT], env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    if "skip" in outcome:
+        pytest.skip(outcome["skip"])
+    assert outcome["message"] is not None, "the fit did not raise MemoryError"
+    assert "batch_size=" in outcome["message"]
+    assert outcome["steps"] == 0
+    assert outcome["peak"] < 64 * 2**20
+    assert outcome["unfitted"]
 
 
 # ================================================ 4. early-stopping split
