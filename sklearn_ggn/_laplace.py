@@ -288,8 +288,10 @@ def _factored(structure, data, Dpart, scale, Xa, A):
         data.flat[:: m + 1] += 1.0
         L = cholesky(data)
         inverse = _triangular_inverse(L)
+        # (L⁻¹ is not kept: squared in place)
+        dof = float(m - np.sum(np.square(inverse, out=inverse)))
         return dict(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
-                    dof=float(m - np.sum(inverse * inverse)),
+                    dof=dof,
                     Xa=_as64(Xa.toarray() if sp.issparse(Xa) else Xa),
                     A=_as64(A))
     p = Dpart.shape[0]
@@ -302,7 +304,18 @@ def _factored(structure, data, Dpart, scale, Xa, A):
     return dict(inverse=inverse,
                 logdet=2.0 * float(np.sum(np.log(np.diag(L))))
                 + float(np.sum(np.log(Dpart))),
-                dof=float(p - np.sum(np.sum(inverse * inverse, axis=0) / Dpart)))
+                dof=float(p - np.sum(_column_squares(inverse) / Dpart)))
+
+
+def _column_squares(a):
+    """``np.sum(a * a, axis=0)`` of a square array, the squares formed for
+    blocks of columns of :data:`_BLOCK_BYTES` (not a second p × p array)."""
+    out = np.empty(a.shape[1])
+    width = max(1, int(_BLOCK_BYTES // max(1, 8 * a.shape[0])))
+    for j0 in range(0, a.shape[1], width):
+        block = a[:, j0:j0 + width]
+        np.sum(block * block, axis=0, out=out[j0:j0 + width])
+    return out
 
 
 def _triangular_inverse(L):

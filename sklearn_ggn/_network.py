@@ -422,6 +422,8 @@ class TwoLayerNetwork:
                 gram = part
             else:
                 gram += part
+            # (a block's Z and partial Gram are freed before the next block's)
+            Z = part = None
         return gram
 
     # ------------------------------------------------------------ rank-R factor
@@ -465,11 +467,15 @@ class TwoLayerNetwork:
             W2 = np.ascontiguousarray(W).reshape(b * R, n)
             # each product of a matrix with its own transpose is a syrk
             # (half a GEMM's flops); the combination reads their lower
-            # triangles and writes both
+            # triangles and writes both. W diag(uD) Wᵀ is written into the
+            # Gram itself: the combination reads entry (row, col ≤ row) of
+            # it before writing that entry, and writes (col, row) only in
+            # the upper triangle, which it never reads.
             m = b * R
             gram = np.empty((m, m), dtype=dtype)
+            WW = _gram_lower(W2 * root, gram)
             unit_gram_combine_kernel(
-                _gram_lower(W2 * root, self.work_array("WW", m, dtype)),
+                WW,
                 _inner_products_lower(Xa, self.work_array("XX", b, dtype)),
                 _gram_lower(Ft, self.work_array("FF", m, dtype)),
                 _gram_lower(cache.rho * root, self.work_array("S", b, dtype)),

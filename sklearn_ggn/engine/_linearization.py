@@ -313,12 +313,17 @@ class Linearization:
         coef = self._well_conditioned_coefficients(gershgorin)
         _diagonal(system)[...] += 1.0
         if contraction >= MAX_CONTRACTION:
+            system = None  # (freed before the float64 step forms its own)
             return self._float64_direction()
         try:
             L = self.factorize(system)
         except StepFailure:
             if self.theta.dtype == np.float64:
                 raise
+            L = None
+        if L is None:
+            # (outside the handler: its traceback would keep the system)
+            system = None
             return self._float64_direction()
         if coef is not None:
             return _finite(self._dual_solve_coefficients(L, system, coef))
@@ -335,9 +340,11 @@ class Linearization:
             if ratio > REFINE_CANCELLATION:
                 direction += self._dual_solve(L, self.primal_residual(direction,
                                                                       r))[0]
-        else:
-            if max(contraction, _EPS[self.theta.dtype] * ratio) > MIXED_TOLERANCE:
-                direction = self._refine_mixed(L, direction)
+        elif max(contraction, _EPS[self.theta.dtype] * ratio) > MIXED_TOLERANCE:
+            direction = self._refine_mixed(L, direction)
+            if direction is None:  # not converged
+                system = L = None
+                return self._float64_direction()
         return _finite(direction)
 
     def _dual_solve(self, L, v, lin=None):
@@ -401,8 +408,9 @@ class Linearization:
         Residuals of the primal equation in float64 (the sensitivities and
         the right-hand side too: the ill-conditioned system amplifies their
         float32 rounding as much as that of the solve), corrections from the
-        float32 Cholesky factor; falls back to a float64 step when it has
-        not converged after :data:`MAX_MIXED_REFINEMENTS` rounds.
+        float32 Cholesky factor; None when it has not converged after
+        :data:`MAX_MIXED_REFINEMENTS` rounds (the caller then frees the
+        float32 system and factor and takes a float64 step).
         """
         lin64 = self._float64()
         r64 = lin64.gradient
@@ -421,7 +429,7 @@ class Linearization:
             if min(size, predicted) <= MIXED_CONVERGED:
                 return d64.astype(self.theta.dtype)
             previous = size
-        return self._float64_direction()
+        return None
 
     def _float64(self):
         """float64 copies of a float32 linearization, made once per step

@@ -588,6 +588,10 @@ class GGNScoreSolver(Solver):
         if slope is None:
             slope = float(np.dot(lin.gradient.astype(theta.dtype, copy=False),
                                  direction))
+        # (the linearization's arrays, its sensitivities and a float32 step's
+        # float64 copies among them, are freed before the trial points'
+        # forward passes)
+        lin = None
         proposed = alpha
         alpha, _, new = self.line_search(trial_objective, theta, direction, None,
                                          alpha, current.objective, slope=slope)
