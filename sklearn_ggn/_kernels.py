@@ -20,9 +20,8 @@ GEMM per row block) instead of K² times as an explicit Jacobian would.
 import math
 
 import numpy as np
-from numba import njit
 
-from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
+from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION, njit
 
 
 @njit(**NUMBA_OPTIONS)

@@ -22,11 +22,10 @@ O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 import math
 
 import numpy as np
-from numba import njit
 from scipy.special import expit, xlogy
 
 from ._activations import exp_nonpositive
-from ._config import NUMBA_OPTIONS
+from ._config import NUMBA_OPTIONS, njit
 from ._kernels import dense_factor_kernel
 
 # ----------------------------------------------------------------- kernels
