@@ -24,21 +24,6 @@ import numpy as np
 from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION, njit
 
 
-@njit(**NUMBA_OPTIONS)
-def normalized_weights_kernel(w, s):
-    """A batch's sample weights normalized, ``s = w / Σ w`` (in w's dtype),
-    written into ``s``; returns their total, summed in order in float64
-    (``s`` is left as it is when the total is not positive)."""
-    total = 0.0
-    for v in w:
-        total += v
-    if total > 0:
-        scale = w.dtype.type(total)
-        for k in range(w.size):
-            s[k] = w[k] / scale
-    return total
-
-
 def all_finite(x):
     """Whether every entry of an array is finite: ``x·x`` (one BLAS pass) is
     finite exactly when no entry is inf or NaN, unless it overflows, when
@@ -52,13 +37,13 @@ def all_finite(x):
 def normalized_weights(w):
     """``(s, Σ w)``: a batch's weights normalized to ``s = w / Σ w`` (in w's
     dtype; a copy of ``w`` when the total is not positive) and their total,
-    summed in order in float64."""
+    summed in order in float64 (the last of the running sums, which NumPy
+    accumulates one after the other)."""
     w = np.ascontiguousarray(w)
-    s = np.empty_like(w)
-    total = normalized_weights_kernel(w, s)
+    total = float(np.add.accumulate(w, dtype=np.float64)[-1]) if w.size else 0.0
     if not total > 0:
-        s[:] = w
-    return s, total
+        return w.copy(), total
+    return np.divide(w, w.dtype.type(total)), total
 
 
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
@@ -261,15 +246,15 @@ def output_gram_kernel(factor, S, gram):
 
 
 @njit(**NUMBA_OPTIONS)
-def cholesky_solve_kernel(L, rhs):
-    """Solve ``L Lᵀ x = rhs`` by forward and back substitution.
+def cholesky_solve_kernel(L, rhs, x):
+    """Solve ``L Lᵀ x = rhs`` by forward and back substitution, into ``x``
+    (of L's dtype).
 
     Both sweeps read L row by row (the back substitution in its
     column-oriented form: an axpy with row i of L), so no transposed copy of
     L is made.
     """
     m = L.shape[0]
-    x = np.empty(m, dtype=L.dtype)
     for i in range(m):
         acc = rhs[i]
         for j in range(i):
@@ -280,7 +265,6 @@ def cholesky_solve_kernel(L, rhs):
         xi = x[i]
         for j in range(i):
             x[j] -= L[i, j] * xi
-    return x
 
 
 # ---------------------------------------------------------------- J̃ products
@@ -449,12 +433,11 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
 
 
 @njit(**NUMBA_OPTIONS)
-def gershgorin_kernel(gram):
+def gershgorin_kernel(gram, sums):
     """Gershgorin's bound on λ_max of a symmetric matrix: its largest
-    absolute column sum, accumulated a row at a time (a SIMD pass per row,
-    no temporary)."""
+    absolute column sum, accumulated a row at a time (a SIMD pass per row)
+    in ``sums`` (float64, one per column: the caller's work array)."""
     m = gram.shape[1]
-    sums = np.empty(m)
     for col in range(m):
         sums[col] = 0.0
     for row in range(gram.shape[0]):
@@ -546,16 +529,3 @@ def apply_parts_kernel(a, u, w, z, transpose):
         for c in range(K):
             out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
     return out
-
-
-@njit(**NUMBA_OPTIONS)
-def dense_factor_kernel(a, u, w):
-    """The dense ``A`` (b × K × K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
-    b, K = a.shape
-    A = np.empty((b, K, K), dtype=a.dtype)
-    for k in range(b):
-        for e in range(K):
-            for c in range(K):
-                A[k, e, c] = -u[k, e] * w[k, c]
-            A[k, e, e] += a[k, e]
-    return A

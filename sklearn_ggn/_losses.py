@@ -26,7 +26,6 @@ from scipy.special import expit, xlogy
 
 from ._activations import exp_nonpositive
 from ._config import NUMBA_OPTIONS, njit
-from ._kernels import dense_factor_kernel
 
 # ----------------------------------------------------------------- kernels
 # A loss is one numba function of a batch, ``fn(F, Y, s, e, a, u, w,
@@ -290,10 +289,14 @@ class FactorParts:
         return cls(a, zero, zero)
 
     def dense(self):
-        """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
+        """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``
+        (C order, in the parts' common dtype)."""
         dtype = np.result_type(self.a, self.u, self.w)
-        return dense_factor_kernel(*(np.ascontiguousarray(x, dtype=dtype)
-                                     for x in (self.a, self.u, self.w)))
+        a, u, w = (np.asarray(x, dtype=dtype) for x in (self.a, self.u, self.w))
+        b, K = a.shape
+        A = np.multiply(np.negative(u)[:, :, None], w[:, None, :])
+        A.reshape(b, K * K)[:, ::K + 1] += a  # the diagonals
+        return A
 
     def astype(self, dtype):
         """The parts in ``dtype``."""
