@@ -272,19 +272,6 @@ def cholesky_solve_kernel(L, rhs, x):
 # these O(b·K·n) contractions with the sensitivities W.
 
 
-@njit(**NUMBA_OPTIONS)
-def contract_outputs_kernel(W, y, scale, out):
-    """``out[k, i] = scale · Σ_c W[k, c, i] y[k, c]`` (hidden part of J̃ᵀ y)."""
-    b, K, n = W.shape
-    for k in range(b):
-        for i in range(n):
-            out[k, i] = 0.0
-        for c in range(K):
-            w = scale * y[k, c]
-            for i in range(n):
-                out[k, i] += w * W[k, c, i]
-
-
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
 def _dot(a, b):
     """``Σ_i a[i] b[i]`` accumulated in float64, in index order."""
@@ -295,12 +282,25 @@ def _dot(a, b):
 
 
 @njit(**NUMBA_OPTIONS)
-def contract_hidden_kernel(W, dpre, scale, out):
-    """``out[k, c] = scale · Σ_i W[k, c, i] δa[k, i]`` (hidden part of J̃ v)."""
-    b, K, _ = W.shape
+def contract_kernel(W, x, scale, transpose, out):
+    """The contractions of the sensitivities ``W`` (b × K × n) in J̃ products:
+    ``out[k, i] = scale · Σ_c W[k, c, i] x[k, c]`` (``transpose``: the
+    hidden part of J̃ᵀ y, x of shape (b, K)), else ``out[k, c] = scale ·
+    Σ_i W[k, c, i] x[k, i]`` summed in float64 (the hidden part of J̃ v, x
+    the hidden pre-activations' change, (b, n))."""
+    b, K, n = W.shape
+    if transpose:
+        for k in range(b):
+            for i in range(n):
+                out[k, i] = 0.0
+            for c in range(K):
+                w = scale * x[k, c]
+                for i in range(n):
+                    out[k, i] += w * W[k, c, i]
+        return
     for k in range(b):
         for c in range(K):
-            out[k, c] = scale * _dot(W[k, c], dpre[k])
+            out[k, c] = scale * _dot(W[k, c], x[k])
 
 
 # ------------------------------------------------ structured curvature factor

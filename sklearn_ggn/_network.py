@@ -30,8 +30,7 @@ from ._inputs import robust_clip
 from ._kernels import (
     apply_parts_kernel,
     apply_rank_factor_kernel,
-    contract_hidden_kernel,
-    contract_outputs_kernel,
+    contract_kernel,
     factor_transform_kernel,
     hidden_gram_combine_kernel,
     outer_products_kernel,
@@ -222,9 +221,10 @@ class TwoLayerNetwork:
 
         ``factor`` is the :class:`FactorParts` of ``A`` (O(K n) per row), or
         a dense ``A`` (b, K, K), which is a factor of rank K
-        (:meth:`rank_sensitivities`).
+        (:meth:`rank_sensitivities`); so is the parts' one-output ``A``
+        (:func:`_structured`).
         """
-        if not isinstance(factor, FactorParts):
+        if not _structured(factor):
             return self.rank_sensitivities(theta, cache, _dense(factor))
         _, V, _ = self.unpack(theta)
         b, K = factor.a.shape
@@ -237,15 +237,16 @@ class TwoLayerNetwork:
         """``J̃ v`` (b × R) for a parameter-space direction ``v``, from the
         sensitivities ``W`` (b × R × n): the hidden part
         ``κ Σ_i W[k, r, i] (X̂ δUᵀ)_ki`` and the output part
-        ``F_kᵀ (κ ρ δV + δb_o)_k`` (``A_kᵀ`` for :class:`FactorParts`)."""
+        ``F_kᵀ (κ ρ δV + δb_o)_k`` (``A_kᵀ`` from its parts for a
+        :class:`FactorParts` of several outputs)."""
         dU, dV, db_o = self.unpack(direction)
         dpre = _times_transposed(cache.Xa, dU)  # (b, n)
         b, R = W.shape[0], W.shape[1]
         out = np.empty((b, R), dtype=dpre.dtype)
-        contract_hidden_kernel(W, dpre, self.kappa, out)
+        contract_kernel(W, dpre, self.kappa, False, out)
         # κ ρ δV + δb_o lives in raw output space: map through the factor
         raw = self._output_part(cache.rho, dV, db_o)
-        if isinstance(factor, FactorParts):
+        if _structured(factor):
             out += _apply_factor(factor, raw, True)
         else:
             apply_rank_factor_kernel(_dense(factor), raw, True, out)
@@ -266,12 +267,12 @@ class TwoLayerNetwork:
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, R), from the
         sensitivities ``W``: the hidden layer's error
         ``κ Σ_r W[k, r, i] y_kr`` and the outputs' ``F_k y_k`` (``A_k y_k``
-        for :class:`FactorParts`)."""
+        from its parts for a :class:`FactorParts` of several outputs)."""
         dtype = cache.rho.dtype
         y = np.ascontiguousarray(y, dtype=dtype)
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=dtype)
-        contract_outputs_kernel(W, y, self.kappa, hidden)
-        if isinstance(factor, FactorParts):
+        contract_kernel(W, y, self.kappa, True, hidden)
+        if _structured(factor):
             z = _apply_factor(factor, y, False)
         else:
             F = _dense(factor)
@@ -595,6 +596,15 @@ class TwoLayerNetwork:
         primal = (2.0 * b * n * n * d_aug * d_aug
                   + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
         return {"dual": dual, "primal": primal}
+
+
+def _structured(factor):
+    """Whether the products take ``factor`` through its structure
+    ``A = diag(a) − u wᵀ`` (:class:`FactorParts` of several outputs). One
+    output's ``A_k`` is a number per row, a factor of rank one: it takes the
+    rank-R products (the same numbers, by the kernels of the default
+    steps)."""
+    return isinstance(factor, FactorParts) and factor.a.shape[1] > 1
 
 
 def _apply_factor(factor, z, transpose):
