@@ -412,11 +412,13 @@ def outer_products_kernel(V):
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
-def per_unit_kernel(D, n, d_aug, K, unit_D):
+def per_unit_kernel(D, n, d_aug, K, unit_D, g):
     """Give every parameter of hidden unit i (its d̂ input weights and K
     output weights; ``D`` laid out as θ) the unit's mean curvature: in place,
     ``D ← 1/h_i`` with ``h_i`` the mean of ``1/D`` over them, and
-    ``unit_D[i] = 1/h_i``. The output biases keep theirs."""
+    ``unit_D[i] = 1/h_i``. The output biases keep theirs. Returns ``gᵀ D g``
+    under the new D, summed in float64 (the square of the step size's
+    η = ‖∇g‖*_θ under the per-unit H; 0 for an empty ``g``)."""
     p_u = n * d_aug
     for i in range(n):
         h = 0.0
@@ -430,6 +432,10 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
             D[i * d_aug + j] = value
         for c in range(K):
             D[p_u + i * K + c] = value
+    acc = 0.0
+    for m in range(g.size):
+        acc += np.float64(g[m]) * g[m] * D[m]
+    return acc
 
 
 @njit(**NUMBA_OPTIONS)
@@ -445,18 +451,11 @@ def gershgorin_kernel(gram, sums):
             sums[col] += abs(np.float64(gram[row, col]))
     largest = 0.0
     for col in range(m):
-        largest = max(largest, sums[col])
+        # (max(largest, sums[col]) as numba computes it, without compiling
+        # the builtin's overload)
+        if sums[col] > largest:
+            largest = sums[col]
     return largest
-
-
-@njit(**NUMBA_OPTIONS_REDUCTION)
-def dual_norm_kernel(g, D):
-    """``sqrt(gᵀ D g)`` summed in float64: the step size's η = ‖∇g‖*_θ under
-    a D other than the regularizer pass's own (the per-unit H)."""
-    acc = 0.0
-    for m in range(g.size):
-        acc += np.float64(g[m]) * g[m] * D[m]
-    return np.sqrt(acc)
 
 
 @njit(**NUMBA_OPTIONS)

@@ -103,7 +103,8 @@ def _softmax_terms(F, k, out):
     K = F.shape[1]
     top = F[k, 0]
     for c in range(1, K):
-        top = max(top, F[k, c])
+        if F[k, c] > top:  # (max(top, F[k, c]), no builtin overload to compile)
+            top = F[k, c]
     for c in range(K):
         out[c] = exp_nonpositive(F[k, c] - top)
     total = 0.0
@@ -321,7 +322,8 @@ def coefficients_kernel(f, e, c):
     scale = 0.0
     for k in range(b):
         for j in range(K):
-            scale = max(scale, abs(e[k, j]))
+            if abs(e[k, j]) > scale:  # (max, no builtin overload to compile)
+                scale = abs(e[k, j])
     for k in range(b):
         ff = 0.0
         fe = 0.0

@@ -18,6 +18,7 @@ densified except in the primal form's row chunks (that form is p × p with
 p ≥ n·d̂, so only small inputs can afford it).
 """
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -455,7 +456,7 @@ class TwoLayerNetwork:
                            self._output_blocks(cache.rho, D_V, D_bo), gram)
         return gram
 
-    def per_unit(self, D, copy=True):
+    def per_unit(self, D, copy=True, gradient=None):
         """The per-unit structure of a diagonal ``D = H⁻¹``.
 
         Each hidden unit's parameters (its input weights, bias and output
@@ -468,6 +469,9 @@ class TwoLayerNetwork:
             The diagonal of ``H⁻¹``, laid out as θ.
         copy : bool, default=True
             False overwrites ``D`` (a step's own array) instead of copying.
+        gradient : ndarray of shape (p,), default=None
+            A gradient ``g`` (of D's dtype) whose dual norm under the per-unit
+            H is wanted.
 
         Returns
         -------
@@ -475,11 +479,16 @@ class TwoLayerNetwork:
             ``1/h_i`` on unit i's parameters.
         unit_D : ndarray of shape (n,)
             ``1/h_i``.
+        norm : float
+            ``sqrt(gᵀ D_unit g)``, summed in float64 (0 without ``gradient``).
         """
         D_unit = np.array(D) if copy else D
         unit_D = np.empty(self.n_hidden, dtype=D_unit.dtype)
-        per_unit_kernel(D_unit, self.n_hidden, self.d_aug, self.n_outputs, unit_D)
-        return D_unit, unit_D
+        g = (np.empty(0, dtype=D_unit.dtype) if gradient is None
+             else np.ascontiguousarray(gradient, dtype=D_unit.dtype))
+        square = per_unit_kernel(D_unit, self.n_hidden, self.d_aug,
+                                 self.n_outputs, unit_D, g)
+        return D_unit, unit_D, math.sqrt(square)
 
     @staticmethod
     def _pair_products(Xa, D_U, block):
