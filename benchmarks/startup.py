@@ -29,7 +29,8 @@ and what the first fit of a process pays with a warm kernel cache.
    function (its own time, without the functions it compiled on the way).
 
 2. The first fit of a process against its second, warm cache. Fresh
-   processes (on the cache the session filled) fit
+   processes (on the cache the session and one untimed process of the same
+   fits filled) fit
    ``make_pipeline(StandardScaler(), GGNScoreClassifier(random_state=0))``
    (the estimator's defaults: a full batch) on breast_cancer three times;
    the *gap* is the first fit's time minus the second's, wall and CPU.
@@ -48,7 +49,8 @@ startup`` times this tree's package. Alone, ``python -m benchmarks.startup
 [--quick | --full | --smoke] [--baseline DIR --baseline-label TEXT]``
 times, round by round, the package in ``DIR`` (another commit's tree, or a
 folder holding its ``sklearn_ggn`` package) and this tree's: before and
-after in one run, alternated. Both write ``results/startup_<mode>.md``.
+after in one run, alternated. Both write ``results/startup_<mode>.md``
+(``--name NAME``: ``results/NAME_<mode>.md``).
 """
 
 import argparse
@@ -525,7 +527,7 @@ def _report(raw):
     return "\n".join(lines), summary
 
 
-def _plot(raw, mode, stamp):
+def _plot(raw, mode, stamp, name=NAME):
     fig, (ax,) = new_figure(1, width=8.0, height=4.6)
     labels = list(raw["medians"])
     names = list(raw["medians"][labels[0]]["fits"])
@@ -544,15 +546,15 @@ def _plot(raw, mode, stamp):
     ax.set_xlabel("seconds (median over fresh processes)")
     ax.set_title("a first session, configuration by configuration")
     ax.legend(fontsize=7)
-    return save_figure(fig, NAME, mode, stamp)
+    return save_figure(fig, name, mode, stamp)
 
 
-def _write(runs, mode, stamp, monitor, command=None):
+def _write(runs, mode, stamp, monitor, command=None, name=NAME):
     raw = {"runs": runs, "medians": {label: _medians(rounds)
                                      for label, rounds in runs.items()}}
     body, summary = _report(raw)
-    fig = _plot(raw, mode, stamp)
-    write_result(NAME, mode, TITLE, stamp, monitor, body, raw, [fig],
+    fig = _plot(raw, mode, stamp, name)
+    write_result(name, mode, TITLE, stamp, monitor, body, raw, [fig],
                  command=command)
     raw["summary"] = summary
     return raw, body
@@ -581,6 +583,8 @@ def main(argv=None):
     parser.add_argument("--label", default="this tree")
     parser.add_argument("--configs", type=int, default=9, metavar="N",
                         help="the session's first N configurations only")
+    parser.add_argument("--name", default=NAME,
+                        help="the result files' name (default: startup)")
     args = parser.parse_args(argv)
     mode = args.mode or "quick"
     packages = {}
@@ -596,7 +600,8 @@ def main(argv=None):
         f" --baseline DIR --baseline-label {args.baseline_label!r}"
         if args.baseline else "") + (
         f" --configs {args.configs}" if args.configs != 9 else "")
-    raw, body = _write(runs, mode, stamp, monitor, command)
+    command += f" --name {args.name}" if args.name != NAME else ""
+    raw, body = _write(runs, mode, stamp, monitor, command, args.name)
     print(body)
     print(raw["summary"])
     return 0
