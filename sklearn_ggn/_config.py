@@ -335,12 +335,12 @@ class _LazyKernelCache:
 
     def __init__(self, py_func):
         self._py_func = py_func
-        self._cache = None
+        self._made = None
 
     def __getattr__(self, name):
-        if self._cache is None:
-            self._cache = _KernelCache(self._py_func)
-        return getattr(self._cache, name)
+        if self._made is None:
+            self._made = _KernelCache(self._py_func)
+        return getattr(self._made, name)
 
 
 def njit(**options):
