@@ -44,17 +44,24 @@ def _cpu_model():
 
 
 def _commit():
-    """The checked-out commit, read from .git without running git."""
+    """The checked-out commit, read from .git without running git (in a
+    linked worktree .git is a file naming the worktree's git directory,
+    whose branches are in the common git directory)."""
     git = REPO_DIR / ".git"
     try:
+        if git.is_file():
+            git = Path(git.read_text().split("gitdir:", 1)[1].strip())
+        common = git
+        if (git / "commondir").exists():
+            common = git / (git / "commondir").read_text().strip()
         head = (git / "HEAD").read_text().strip()
         if not head.startswith("ref: "):
             return head[:12]
         ref = head[5:]
-        ref_file = git / ref
+        ref_file = common / ref
         if ref_file.exists():
             return ref_file.read_text().strip()[:12]
-        packed = git / "packed-refs"
+        packed = common / "packed-refs"
         for line in packed.read_text().splitlines():
             if line.endswith(" " + ref):
                 return line.split()[0][:12]

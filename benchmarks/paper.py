@@ -325,12 +325,12 @@ class _Data:
     """Data loaded once per process (the runs of one invocation share it)."""
 
     def __init__(self, mode):
-        self.mode, self.scale, self._cache = mode, SCALES[mode], {}
+        self.mode, self.scale, self._memo = mode, SCALES[mode], {}
 
     def get(self, name):
-        if name not in self._cache:
-            self._cache[name] = getattr(self, "_" + name)()
-        return self._cache[name]
+        if name not in self._memo:
+            self._memo[name] = getattr(self, "_" + name)()
+        return self._memo[name]
 
     def _mnist(self):
         from sklearn_ggn.datasets import load_mnist
@@ -368,11 +368,11 @@ class _Data:
 
     def uci(self, name):
         key = "uci_" + name
-        if key not in self._cache:
+        if key not in self._memo:
             from .uci import _load
 
-            self._cache[key] = _load(name, self.scale["uci_subset"])
-        return self._cache[key]
+            self._memo[key] = _load(name, self.scale["uci_subset"])
+        return self._memo[key]
 
 
 # ---------------------------------------------------------------- executors

@@ -194,13 +194,13 @@ class _Permutations:
     """Epoch e's order of the n training rows, the same for every method."""
 
     def __init__(self, n):
-        self.n, self._cache = n, {}
+        self.n, self._memo = n, {}
 
     def __call__(self, epoch):
-        if epoch not in self._cache:
-            self._cache = {epoch: np.random.default_rng([SEED, epoch])
+        if epoch not in self._memo:
+            self._memo = {epoch: np.random.default_rng([SEED, epoch])
                            .permutation(self.n)}
-        return self._cache[epoch]
+        return self._memo[epoch]
 
 
 def _ggn_checkpoints(steps_per_epoch, epochs, n_log=30, per_epoch=16):

@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic, overload
 
-from ._config import NUMBA_OPTIONS
+from ._config import NUMBA_OPTIONS, njit
 
 
 # ------------------------------------------------ exp of a non-positive number

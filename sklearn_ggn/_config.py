@@ -278,14 +278,91 @@ def note_first_compile():
 # from vectorizing every loop with a division (measured: the regularizer's
 # fused pass over p = 406 528 parameters 2.6 -> 1.3 ms). Results are the same
 # IEEE quotients; divisors are positive by construction everywhere.
+# no_cfunc_wrapper: the kernels are called from Python or from each other,
+# never passed to compiled code as first-class functions, so numba need not
+# compile a C-callable wrapper beside each of them.
 NUMBA_OPTIONS = {"cache": NUMBA_CACHE, "nogil": True, "fastmath": False,
-                 "error_model": "numpy"}
+                 "error_model": "numpy", "no_cfunc_wrapper": True}
 
 # For the reduction loops of the Gram kernels: re-association and FMA
 # contraction let LLVM vectorize the dot products. The result is still
 # deterministic for a given build (bit-for-bit reproducible fits); no
 # assumptions about NaN/inf are allowed, since divergence detection needs them.
 NUMBA_OPTIONS_REDUCTION = {**NUMBA_OPTIONS, "fastmath": {"reassoc", "contract"}}
+
+
+def _kernel_cache_class():
+    """numba's on-disk cache of compiled functions as the kernels use it
+    (:class:`KernelCache`), or None when numba moved the internals it
+    builds on (the kernels then use numba's own)."""
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.runtime import rtsys
+    except ImportError:  # pragma: no cover - numba moved its internals
+        return None
+    if not all(hasattr(FunctionCache, name) for name in (
+            "load_overload", "_load_overload", "_guard_against_spurious_io_errors")):
+        return None  # pragma: no cover - numba moved its internals
+
+    class KernelCache(FunctionCache):
+        """numba's cache of a kernel, loading its machine code without
+        setting up numba's compiler.
+
+        Before every load numba refreshes its compiler's typing and target
+        contexts, which the first time imports and registers all of numba's
+        typing and lowering modules: ~0.15 s once per process, most of what
+        the first fit of a process paid over its second with the kernels
+        cached. Loaded machine code needs none of it, only numba's runtime
+        (the NRT: array allocation and reference counts), initialized here.
+        A kernel missing from the cache compiles as before, and numba's
+        compiler sets itself up then."""
+
+        def load_overload(self, sig, target_context):
+            rtsys.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+
+    return KernelCache
+
+
+_KernelCache = _kernel_cache_class()
+
+
+class _LazyKernelCache:
+    """A kernel's :class:`KernelCache`, made at its first call: finding and
+    probing its cache directory costs file operations, which an import of
+    the package need not pay for every kernel it defines."""
+
+    def __init__(self, py_func):
+        self._py_func = py_func
+        self._made = None
+
+    def __getattr__(self, name):
+        if self._made is None:
+            self._made = _KernelCache(self._py_func)
+        return getattr(self._made, name)
+
+
+def njit(**options):
+    """numba's ``njit`` for the package's kernels (options as numba's; see
+    :data:`NUMBA_OPTIONS`): with ``cache=True`` a kernel is cached on disk
+    by a :class:`KernelCache`, made at its first call."""
+    import numba
+
+    cache = options.pop("cache", False)
+    decorate = numba.njit(**options)
+
+    def decorator(py_func):
+        dispatcher = decorate(py_func)
+        # (with NUMBA_DISABLE_JIT=1 numba gives the function back as it is)
+        if cache and hasattr(dispatcher, "enable_caching"):
+            if _KernelCache is None:  # pragma: no cover - numba moved
+                dispatcher.enable_caching()
+            else:
+                dispatcher._cache = _LazyKernelCache(py_func)
+        return dispatcher
+
+    return decorator
 
 
 @functools.lru_cache(maxsize=None)

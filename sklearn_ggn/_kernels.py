@@ -20,24 +20,8 @@ GEMM per row block) instead of K² times as an explicit Jacobian would.
 import math
 
 import numpy as np
-from numba import njit
 
-from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
-
-
-@njit(**NUMBA_OPTIONS)
-def normalized_weights_kernel(w, s):
-    """A batch's sample weights normalized, ``s = w / Σ w`` (in w's dtype),
-    written into ``s``; returns their total, summed in order in float64
-    (``s`` is left as it is when the total is not positive)."""
-    total = 0.0
-    for v in w:
-        total += v
-    if total > 0:
-        scale = w.dtype.type(total)
-        for k in range(w.size):
-            s[k] = w[k] / scale
-    return total
+from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION, njit
 
 
 def all_finite(x):
@@ -53,13 +37,13 @@ def all_finite(x):
 def normalized_weights(w):
     """``(s, Σ w)``: a batch's weights normalized to ``s = w / Σ w`` (in w's
     dtype; a copy of ``w`` when the total is not positive) and their total,
-    summed in order in float64."""
+    summed in order in float64 (the last of the running sums, which NumPy
+    accumulates one after the other)."""
     w = np.ascontiguousarray(w)
-    s = np.empty_like(w)
-    total = normalized_weights_kernel(w, s)
+    total = float(np.add.accumulate(w, dtype=np.float64)[-1]) if w.size else 0.0
     if not total > 0:
-        s[:] = w
-    return s, total
+        return w.copy(), total
+    return np.divide(w, w.dtype.type(total)), total
 
 
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
@@ -262,15 +246,15 @@ def output_gram_kernel(factor, S, gram):
 
 
 @njit(**NUMBA_OPTIONS)
-def cholesky_solve_kernel(L, rhs):
-    """Solve ``L Lᵀ x = rhs`` by forward and back substitution.
+def cholesky_solve_kernel(L, rhs, x):
+    """Solve ``L Lᵀ x = rhs`` by forward and back substitution, into ``x``
+    (of L's dtype).
 
     Both sweeps read L row by row (the back substitution in its
     column-oriented form: an axpy with row i of L), so no transposed copy of
     L is made.
     """
     m = L.shape[0]
-    x = np.empty(m, dtype=L.dtype)
     for i in range(m):
         acc = rhs[i]
         for j in range(i):
@@ -281,25 +265,11 @@ def cholesky_solve_kernel(L, rhs):
         xi = x[i]
         for j in range(i):
             x[j] -= L[i, j] * xi
-    return x
 
 
 # ---------------------------------------------------------------- J̃ products
 # J̃ v and J̃ᵀ y reduce to two BLAS products with X (done by the caller) and
 # these O(b·K·n) contractions with the sensitivities W.
-
-
-@njit(**NUMBA_OPTIONS)
-def contract_outputs_kernel(W, y, scale, out):
-    """``out[k, i] = scale · Σ_c W[k, c, i] y[k, c]`` (hidden part of J̃ᵀ y)."""
-    b, K, n = W.shape
-    for k in range(b):
-        for i in range(n):
-            out[k, i] = 0.0
-        for c in range(K):
-            w = scale * y[k, c]
-            for i in range(n):
-                out[k, i] += w * W[k, c, i]
 
 
 @njit(**{**NUMBA_OPTIONS, "inline": "always"})
@@ -312,12 +282,25 @@ def _dot(a, b):
 
 
 @njit(**NUMBA_OPTIONS)
-def contract_hidden_kernel(W, dpre, scale, out):
-    """``out[k, c] = scale · Σ_i W[k, c, i] δa[k, i]`` (hidden part of J̃ v)."""
-    b, K, _ = W.shape
+def contract_kernel(W, x, scale, transpose, out):
+    """The contractions of the sensitivities ``W`` (b × K × n) in J̃ products:
+    ``out[k, i] = scale · Σ_c W[k, c, i] x[k, c]`` (``transpose``: the
+    hidden part of J̃ᵀ y, x of shape (b, K)), else ``out[k, c] = scale ·
+    Σ_i W[k, c, i] x[k, i]`` summed in float64 (the hidden part of J̃ v, x
+    the hidden pre-activations' change, (b, n))."""
+    b, K, n = W.shape
+    if transpose:
+        for k in range(b):
+            for i in range(n):
+                out[k, i] = 0.0
+            for c in range(K):
+                w = scale * x[k, c]
+                for i in range(n):
+                    out[k, i] += w * W[k, c, i]
+        return
     for k in range(b):
         for c in range(K):
-            out[k, c] = scale * _dot(W[k, c], dpre[k])
+            out[k, c] = scale * _dot(W[k, c], x[k])
 
 
 # ------------------------------------------------ structured curvature factor
@@ -429,11 +412,13 @@ def outer_products_kernel(V):
 
 
 @njit(**NUMBA_OPTIONS_REDUCTION)
-def per_unit_kernel(D, n, d_aug, K, unit_D):
+def per_unit_kernel(D, n, d_aug, K, unit_D, g):
     """Give every parameter of hidden unit i (its d̂ input weights and K
     output weights; ``D`` laid out as θ) the unit's mean curvature: in place,
     ``D ← 1/h_i`` with ``h_i`` the mean of ``1/D`` over them, and
-    ``unit_D[i] = 1/h_i``. The output biases keep theirs."""
+    ``unit_D[i] = 1/h_i``. The output biases keep theirs. Returns ``gᵀ D g``
+    under the new D, summed in float64 (the square of the step size's
+    η = ‖∇g‖*_θ under the per-unit H; 0 for an empty ``g``)."""
     p_u = n * d_aug
     for i in range(n):
         h = 0.0
@@ -447,15 +432,18 @@ def per_unit_kernel(D, n, d_aug, K, unit_D):
             D[i * d_aug + j] = value
         for c in range(K):
             D[p_u + i * K + c] = value
+    acc = 0.0
+    for m in range(g.size):
+        acc += np.float64(g[m]) * g[m] * D[m]
+    return acc
 
 
 @njit(**NUMBA_OPTIONS)
-def gershgorin_kernel(gram):
+def gershgorin_kernel(gram, sums):
     """Gershgorin's bound on λ_max of a symmetric matrix: its largest
-    absolute column sum, accumulated a row at a time (a SIMD pass per row,
-    no temporary)."""
+    absolute column sum, accumulated a row at a time (a SIMD pass per row)
+    in ``sums`` (float64, one per column: the caller's work array)."""
     m = gram.shape[1]
-    sums = np.empty(m)
     for col in range(m):
         sums[col] = 0.0
     for row in range(gram.shape[0]):
@@ -463,18 +451,11 @@ def gershgorin_kernel(gram):
             sums[col] += abs(np.float64(gram[row, col]))
     largest = 0.0
     for col in range(m):
-        largest = max(largest, sums[col])
+        # (max(largest, sums[col]) as numba computes it, without compiling
+        # the builtin's overload)
+        if sums[col] > largest:
+            largest = sums[col]
     return largest
-
-
-@njit(**NUMBA_OPTIONS_REDUCTION)
-def dual_norm_kernel(g, D):
-    """``sqrt(gᵀ D g)`` summed in float64: the step size's η = ‖∇g‖*_θ under
-    a D other than the regularizer pass's own (the per-unit H)."""
-    acc = 0.0
-    for m in range(g.size):
-        acc += np.float64(g[m]) * g[m] * D[m]
-    return np.sqrt(acc)
 
 
 @njit(**NUMBA_OPTIONS)
@@ -547,16 +528,3 @@ def apply_parts_kernel(a, u, w, z, transpose):
         for c in range(K):
             out[k, c] = a[k, c] * z[k, c] - (w[k, c] if transpose else u[k, c]) * dot
     return out
-
-
-@njit(**NUMBA_OPTIONS)
-def dense_factor_kernel(a, u, w):
-    """The dense ``A`` (b × K × K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
-    b, K = a.shape
-    A = np.empty((b, K, K), dtype=a.dtype)
-    for k in range(b):
-        for e in range(K):
-            for c in range(K):
-                A[k, e, c] = -u[k, e] * w[k, c]
-            A[k, e, e] += a[k, e]
-    return A

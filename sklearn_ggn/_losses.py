@@ -22,12 +22,10 @@ O(K² n). ``residual_and_factor`` is the dense ``A`` built from the same parts.
 import math
 
 import numpy as np
-from numba import njit
 from scipy.special import expit, xlogy
 
 from ._activations import exp_nonpositive
-from ._config import NUMBA_OPTIONS
-from ._kernels import dense_factor_kernel
+from ._config import NUMBA_OPTIONS, njit
 
 # ----------------------------------------------------------------- kernels
 # A loss is one numba function of a batch, ``fn(F, Y, s, e, a, u, w,
@@ -105,7 +103,8 @@ def _softmax_terms(F, k, out):
     K = F.shape[1]
     top = F[k, 0]
     for c in range(1, K):
-        top = max(top, F[k, c])
+        if F[k, c] > top:  # (max(top, F[k, c]), no builtin overload to compile)
+            top = F[k, c]
     for c in range(K):
         out[c] = exp_nonpositive(F[k, c] - top)
     total = 0.0
@@ -291,10 +290,14 @@ class FactorParts:
         return cls(a, zero, zero)
 
     def dense(self):
-        """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``."""
+        """``A`` of shape (b, K, K), ``A[k, e, c] = δ_ec a_kc − u_ke w_kc``
+        (C order, in the parts' common dtype)."""
         dtype = np.result_type(self.a, self.u, self.w)
-        return dense_factor_kernel(*(np.ascontiguousarray(x, dtype=dtype)
-                                     for x in (self.a, self.u, self.w)))
+        a, u, w = (np.asarray(x, dtype=dtype) for x in (self.a, self.u, self.w))
+        b, K = a.shape
+        A = np.multiply(np.negative(u)[:, :, None], w[:, None, :])
+        A.reshape(b, K * K)[:, ::K + 1] += a  # the diagonals
+        return A
 
     def astype(self, dtype):
         """The parts in ``dtype``."""
@@ -319,7 +322,8 @@ def coefficients_kernel(f, e, c):
     scale = 0.0
     for k in range(b):
         for j in range(K):
-            scale = max(scale, abs(e[k, j]))
+            if abs(e[k, j]) > scale:  # (max, no builtin overload to compile)
+                scale = abs(e[k, j])
     for k in range(b):
         ff = 0.0
         fe = 0.0

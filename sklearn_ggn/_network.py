@@ -18,6 +18,7 @@ densified except in the primal form's row chunks (that form is p × p with
 p ≥ n·d̂, so only small inputs can afford it).
 """
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -29,8 +30,7 @@ from ._activations import ACTIVATIONS
 from ._kernels import (
     apply_parts_kernel,
     apply_rank_factor_kernel,
-    contract_hidden_kernel,
-    contract_outputs_kernel,
+    contract_kernel,
     factor_transform_kernel,
     hidden_gram_combine_kernel,
     outer_products_kernel,
@@ -256,9 +256,10 @@ class TwoLayerNetwork:
 
         ``factor`` is the :class:`FactorParts` of ``A`` (O(K n) per row), or
         a dense ``A`` (b, K, K), which is a factor of rank K
-        (:meth:`rank_sensitivities`).
+        (:meth:`rank_sensitivities`); so is the parts' one-output ``A``
+        (:func:`_structured`).
         """
-        if not isinstance(factor, FactorParts):
+        if not _structured(factor):
             return self.rank_sensitivities(theta, cache, _dense(factor))
         _, V, _ = self.unpack(theta)
         b, K = factor.a.shape
@@ -271,15 +272,16 @@ class TwoLayerNetwork:
         """``J̃ v`` (b × R) for a parameter-space direction ``v``, from the
         sensitivities ``W`` (b × R × n): the hidden part
         ``κ Σ_i W[k, r, i] (X̂ δUᵀ)_ki`` and the output part
-        ``F_kᵀ (κ ρ δV + δb_o)_k`` (``A_kᵀ`` for :class:`FactorParts`)."""
+        ``F_kᵀ (κ ρ δV + δb_o)_k`` (``A_kᵀ`` from its parts for a
+        :class:`FactorParts` of several outputs)."""
         dU, dV, db_o = self.unpack(direction)
         dpre = _times_transposed(cache.Xa, dU)  # (b, n)
         b, R = W.shape[0], W.shape[1]
         out = np.empty((b, R), dtype=dpre.dtype)
-        contract_hidden_kernel(W, dpre, self.kappa, out)
+        contract_kernel(W, dpre, self.kappa, False, out)
         # κ ρ δV + δb_o lives in raw output space: map through the factor
         raw = self._output_part(cache.rho, dV, db_o)
-        if isinstance(factor, FactorParts):
+        if _structured(factor):
             out += _apply_factor(factor, raw, True)
         else:
             apply_rank_factor_kernel(_dense(factor), raw, True, out)
@@ -300,12 +302,12 @@ class TwoLayerNetwork:
         """``J̃ᵀ y`` (flat, length p) for ``y`` of shape (b, R), from the
         sensitivities ``W``: the hidden layer's error
         ``κ Σ_r W[k, r, i] y_kr`` and the outputs' ``F_k y_k`` (``A_k y_k``
-        for :class:`FactorParts`)."""
+        from its parts for a :class:`FactorParts` of several outputs)."""
         dtype = cache.rho.dtype
         y = np.ascontiguousarray(y, dtype=dtype)
         hidden = np.empty((W.shape[0], W.shape[2]), dtype=dtype)
-        contract_outputs_kernel(W, y, self.kappa, hidden)
-        if isinstance(factor, FactorParts):
+        contract_kernel(W, y, self.kappa, True, hidden)
+        if _structured(factor):
             z = _apply_factor(factor, y, False)
         else:
             F = _dense(factor)
@@ -494,7 +496,7 @@ class TwoLayerNetwork:
                            self._output_blocks(cache.rho, D_V, D_bo), gram)
         return gram
 
-    def per_unit(self, D, copy=True):
+    def per_unit(self, D, copy=True, gradient=None):
         """The per-unit structure of a diagonal ``D = H⁻¹``.
 
         Each hidden unit's parameters (its input weights, bias and output
@@ -507,6 +509,9 @@ class TwoLayerNetwork:
             The diagonal of ``H⁻¹``, laid out as θ.
         copy : bool, default=True
             False overwrites ``D`` (a step's own array) instead of copying.
+        gradient : ndarray of shape (p,), default=None
+            A gradient ``g`` (of D's dtype) whose dual norm under the per-unit
+            H is wanted.
 
         Returns
         -------
@@ -514,11 +519,16 @@ class TwoLayerNetwork:
             ``1/h_i`` on unit i's parameters.
         unit_D : ndarray of shape (n,)
             ``1/h_i``.
+        norm : float
+            ``sqrt(gᵀ D_unit g)``, summed in float64 (0 without ``gradient``).
         """
         D_unit = np.array(D) if copy else D
         unit_D = np.empty(self.n_hidden, dtype=D_unit.dtype)
-        per_unit_kernel(D_unit, self.n_hidden, self.d_aug, self.n_outputs, unit_D)
-        return D_unit, unit_D
+        g = (np.empty(0, dtype=D_unit.dtype) if gradient is None
+             else np.ascontiguousarray(gradient, dtype=D_unit.dtype))
+        square = per_unit_kernel(D_unit, self.n_hidden, self.d_aug,
+                                 self.n_outputs, unit_D, g)
+        return D_unit, unit_D, math.sqrt(square)
 
     @staticmethod
     def _pair_products(Xa, D_U, block):
@@ -635,6 +645,15 @@ class TwoLayerNetwork:
         primal = (2.0 * b * n * n * d_aug * d_aug
                   + 2.0 * b * n * n * K * n_rest + m * n_rest**2 + p**3 / 3.0)
         return {"dual": dual, "primal": primal}
+
+
+def _structured(factor):
+    """Whether the products take ``factor`` through its structure
+    ``A = diag(a) − u wᵀ`` (:class:`FactorParts` of several outputs). One
+    output's ``A_k`` is a number per row, a factor of rank one: it takes the
+    rank-R products (the same numbers, by the kernels of the default
+    steps)."""
+    return isinstance(factor, FactorParts) and factor.a.shape[1] > 1
 
 
 def _apply_factor(factor, z, transpose):

@@ -8,9 +8,8 @@ of ``g`` used by the step-size rule ``α = ᾱ / (1 + M_g η)``.
 import math
 
 import numpy as np
-from numba import njit
 
-from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION
+from ._config import NUMBA_OPTIONS, NUMBA_OPTIONS_REDUCTION, njit
 
 # Regularizer codes for the fused kernels (one compiled signature per dtype).
 _PSEUDO_HUBER, _OSTROVSKII_BACH, _L2 = 0, 1, 2

@@ -230,7 +230,9 @@ class Linearization:
     @staticmethod
     def triangular_solve(L, rhs):
         """``(L Lᵀ)⁻¹ rhs`` by forward and back substitution (numba)."""
-        return cholesky_solve_kernel(L, rhs)
+        x = np.empty(L.shape[0], dtype=L.dtype)
+        cholesky_solve_kernel(L, rhs, x)
+        return x
 
     def astype(self, dtype):
         """The same linearization with every array in ``dtype``."""
@@ -305,7 +307,7 @@ class Linearization:
         system = self.gram()
         contraction = 0.0
         # λ_max(G̃) bounded by Gershgorin
-        gershgorin = float(gershgorin_kernel(system))
+        gershgorin = float(gershgorin_kernel(system, np.empty(system.shape[1])))
         if system.dtype != np.float64:
             # ε₃₂ λ_max(G̃): the relative error of the float32 solve and the
             # contraction factor of its refinement

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._kernels import dual_norm_kernel, normalized_weights
+from .._kernels import normalized_weights
 from .._losses import FactorParts, RankFactor
 from .._network import ForwardCache
 from ._linearization import Linearization, promote_cache
@@ -232,9 +232,10 @@ class Problem:
                                                             damping)
         unit_D = None
         if hessian == "per_unit":
-            # (D is this step's own array: made per unit in place)
-            D, unit_D = self.network.per_unit(D, copy=False)
-            eta = float(dual_norm_kernel(reg_grad, D))
+            # (D is this step's own array: made per unit in place, η under
+            # it in the same pass)
+            D, unit_D, eta = self.network.per_unit(D, copy=False,
+                                                   gradient=reg_grad)
         if unit_D is not None and not isinstance(factor, RankFactor):
             factor = RankFactor.from_parts(factor) if isinstance(
                 factor, FactorParts) else RankFactor(np.ascontiguousarray(factor))

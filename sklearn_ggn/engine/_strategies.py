@@ -1,31 +1,29 @@
 """The interchangeable rules of the solver: damping, step size, line search,
 batching and stopping. Each is configured once and asked during the loop.
 
-The rules' formulas are the small numba functions below, which the
-strategy classes call."""
+The rules' formulas are the small functions below, which the strategy
+classes call once per step on Python floats (plain Python: a compiled
+function of a few scalars would cost more to load from the kernel cache, or
+to compile, than all the calls of a fit)."""
+
+import math
 
 import numpy as np
-from numba import njit
-
-from .._config import NUMBA_OPTIONS
 
 # An objective this many times the initial one (or 1) counts as divergence.
 DIVERGENCE_FACTOR = 1e4
 
 
-@njit(**NUMBA_OPTIONS)
 def grew(objective, initial_objective):
     """Whether the objective grew past ``DIVERGENCE_FACTOR · max(1, L₀)``."""
     return objective > DIVERGENCE_FACTOR * max(1.0, initial_objective)
 
 
-@njit(**NUMBA_OPTIONS)
 def step_size_rule(step_size, M_g, eta):
     """The paper's ``α = min(1, ᾱ / (1 + M_g η))``."""
     return min(1.0, step_size / (1.0 + M_g * eta))
 
 
-@njit(**NUMBA_OPTIONS)
 def damping_rule(new_objective, old_objective, lam, floor, increase, decay,
                  reject_ratio):
     """``(accepted, λ)`` of the adaptive damping's test of the last step on
@@ -37,11 +35,10 @@ def damping_rule(new_objective, old_objective, lam, floor, increase, decay,
     return True, max(floor, lam * decay)
 
 
-@njit(**NUMBA_OPTIONS)
 def armijo_holds(trial, objective, c, alpha, slope):
     """Armijo's sufficient decrease ``L(θ − α d) ≤ L(θ) − c α rᵀd`` (and a
     finite trial)."""
-    return np.isfinite(trial) and trial <= objective - c * alpha * slope
+    return math.isfinite(trial) and trial <= objective - c * alpha * slope
 
 
 class FixedDamping:
