@@ -24,7 +24,7 @@ Run from the repository root of each commit, then compare::
     python -m benchmarks.same_fits --data-home DATA --out before.json
     python -m benchmarks.same_fits --data-home DATA --out after.json
     python -m benchmarks.same_fits --compare before.json after.json \\
-        --markdown benchmarks/results/same_fits.md
+        --markdown same_fits.md
 
 One BLAS thread; timings are not recorded (they are no part of the check).
 """
