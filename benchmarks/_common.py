@@ -362,6 +362,16 @@ def result_path(name, mode, suffix):
     return RESULTS_DIR / f"{name}_{mode}{suffix}"
 
 
+def write_page(name, text):
+    """Write a standalone benchmark's Markdown page ``results/<name>``
+    (``text`` as it is) and say where."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / name
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+    return path
+
+
 def write_result(name, mode, title, stamp, monitor, body, raw, figures=(),
                  command=None):
     """Write ``results/<name>_<mode>.md`` (+ ``.json``); figures are already

@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from ._common import (
-    RESULTS_DIR,
     LoadMonitor,
     machine_stamp,
     md_table,
     stamp_markdown,
+    write_page,
 )
 
 OPTION = "robust_clip+ple"
@@ -194,9 +194,7 @@ def main(argv=None):
             f"{monitor.markdown()}\n\n{table}\n\n## Every fit\n\n{fits}\n\n"
             f"## What was run\n\n{__doc__.strip()}\n\n"
             f"## Machine\n\n{stamp_markdown(machine_stamp())}\n")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    (RESULTS_DIR / "input_map.md").write_text(text, encoding="utf-8")
-    print(f"wrote {RESULTS_DIR / 'input_map.md'}")
+    write_page("input_map.md", text)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import importlib.util
 import pickle
 import warnings
 
-from ._common import RESULTS_DIR, machine_stamp, md_table, stamp_markdown
+from ._common import machine_stamp, md_table, stamp_markdown, write_page
 
 WAYS = (("default", {}), ("store_posterior=True", {"store_posterior": True}),
         ("uncertainty=None", {"uncertainty": None}))
@@ -101,9 +101,7 @@ def main(argv=None):
     page = (f"# Model files: bytes of a saved estimator\n\n"
             f"{stamp_markdown(machine_stamp())}\n\n{__doc__.strip()}\n\n"
             f"{text}\n")
-    path = RESULTS_DIR / "model_files.md"
-    path.write_text(page, encoding="utf-8")
-    print(f"wrote {path}")
+    write_page("model_files.md", page)
 
 
 if __name__ == "__main__":

@@ -33,11 +33,11 @@ import warnings
 import numpy as np
 
 from ._common import (
-    RESULTS_DIR,
     geometric_mean,
     machine_stamp,
     md_table,
     stamp_markdown,
+    write_page,
 )
 
 
@@ -132,9 +132,7 @@ def main(argv=None):
             f"{stamp_markdown(machine_stamp())}\n\n{__doc__.strip()}\n\n"
             f"{table}\n\n{summary}\n")
     name = f"shapes_{args.label}.md" if args.label else "shapes.md"
-    path = RESULTS_DIR / name
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
+    write_page(name, text)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ._common import RESULTS_DIR, machine_stamp, md_table, stamp_markdown
+from ._common import machine_stamp, md_table, stamp_markdown, write_page
 
 
 def _cases():
@@ -108,9 +108,7 @@ def main(argv=None):
     text = (f"# The overfitting watch on generated data\n\n"
             f"{stamp_markdown(machine_stamp())}\n\n{__doc__.strip()}\n\n"
             f"{table}\n\n{summary}\n")
-    path = RESULTS_DIR / "watch_check.md"
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
+    write_page("watch_check.md", text)
 
 
 if __name__ == "__main__":
