@@ -22,8 +22,10 @@ from sklearn.utils.validation import _check_sample_weight
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
 from ._inputs import (
+    AUTO_MAP_FALLBACK,
     INPUT_MAPS,
     Identity,
+    input_map_name,
     input_map_from_statistics,
     make_input_map,
 )
@@ -173,7 +175,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         "curvature": [StrOptions({"auto", "exact", "true_vs_rest"})],
         "hessian": [StrOptions({"auto", "diagonal", "per_unit"})],
         "scoring": [str, callable, None],
-        "input_transform": [StrOptions(set(INPUT_MAPS)), None],
+        "input_transform": [StrOptions(set(INPUT_MAPS) | {"auto"}), None],
         "compute_dtype": [StrOptions({"auto", "float32", "float64"})],
     }
 
@@ -363,6 +365,12 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         None when it has none (``input_transform=None``)."""
         return getattr(self.input_map_, "scale_", None)
 
+    @property
+    def input_transform_(self):
+        """The ``input_transform`` of the fitted input map (``input_map_``):
+        the one given, or the one ``"auto"`` chose."""
+        return input_map_name(self.input_map_)
+
     def _input_map(self, X, sample_weight, fresh_start, incremental=False):
         """The fitted input map of this fit: fitted on the training rows on
         a fresh start, else that of the fit whose weights are reused (a
@@ -374,9 +382,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         # the first partial_fit chunk sets the map for the stream: a column
         # constant in it (a level absent from it, a pixel never lit there,
         # every column of a one-row chunk) is centered, not zeroed for good
-        input_map = make_input_map(self.input_transform, stream=incremental)
-        if (incremental and self.input_transform is not None
-                and X.shape[0] < _MAP_MIN_ROWS):
+        name = self._map_name()
+        input_map = make_input_map(name, stream=incremental)
+        if incremental and name is not None and X.shape[0] < _MAP_MIN_ROWS:
             warnings.warn(
                 f"input_transform={self.input_transform!r} takes its "
                 f"statistics from the first partial_fit chunk, here "
@@ -393,7 +401,16 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         kept = self.__dict__.get("input_map_")
         if not fresh_start and kept is not None:
             return kept.n_features_out_
-        return make_input_map(self.input_transform)._fixed_width(n_features)
+        return make_input_map(self._map_name())._fixed_width(n_features)
+
+    def _map_name(self):
+        """The ``input_transform`` this fit's phase maps X with: the one
+        given, or under ``"auto"`` the candidate of the overfitting watch's
+        phase (:func:`~sklearn_ggn._watch.fit_watched`), else
+        ``"robust_clip"`` (a fit without a watch)."""
+        if self.input_transform != "auto":
+            return self.input_transform
+        return self.__dict__.get("_map_candidate", AUTO_MAP_FALLBACK)
 
     def _fitted_input_map(self, n_features):
         """The fitted ``input_map_``; the identity of ``n_features`` columns

@@ -157,7 +157,8 @@ PARAMETERS = """
         the validation risk, or a scorer name or callable
         ``scorer(estimator, X, y)`` (greater is better).
 
-    input_transform : {"robust_clip", "robust_clip+ple"} or None, default="robust_clip"
+    input_transform : {"robust_clip", "robust_clip+ple", "auto"} or None, \
+            default="robust_clip"
         What the network sees of ``X`` (the fitted map is ``input_map_``).
         ``"robust_clip"``: each column centered on its median, scaled to
         unit robust spread and smoothly clipped below ±3·1.349, so that
@@ -172,8 +173,17 @@ PARAMETERS = """
         bump in one column is one hidden unit's work; the network then has
         up to 17 inputs per column. On sparse ``X`` a column of median 0
         with negative values is left unencoded (its encoding would fill
-        every row): a sparse one-hot block stays sparse. None: ``X`` as
-        given (the paper's setting). See :ref:`default-input-transform`.
+        every row): a sparse one-hot block stays sparse. ``"auto"``: the
+        data choose between the two on held-out rows. Where the fit holds
+        rows out for the overfitting watch (``early_stopping="auto"``, a
+        fresh mini-batch ``fit``), the watch's epochs run once per map, from
+        the same split and initial weights, and the map of lower held-out
+        risk at their end goes on (the plain map on a tie); the fit is then
+        exactly the fit of the chosen map, which ``input_transform_`` names
+        and ``overfitting_watch_["input_transform"]`` explains. A fit
+        without a watch (full batches, ``partial_fit``, ``X_val``, a warm
+        start) uses ``"robust_clip"``. None: ``X`` as given (the paper's
+        setting). See :ref:`default-input-transform`.
 
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         The floating-point type the training steps compute in. ``"auto"``:
@@ -278,8 +288,10 @@ ATTRIBUTES = """
         else None), the held-out ``"validation_loss_curve"`` and
         ``"validation_scores"`` per watched epoch, and ``"rule"``, the
         arguments of the :class:`~sklearn_ggn.engine.OverfittingWatch` that
-        decided. ``n_iter_`` and ``loss_curve_`` are those of the fit on all
-        rows.
+        decided; under ``input_transform="auto"`` also ``"input_transform"``:
+        the ``"chosen"`` map and every candidate's final held-out risk
+        (``"validation_risk"``, by map). ``n_iter_`` and ``loss_curve_`` are
+        those of the fit on all rows.
 
     tau_ : float
         The regularization strength used.
@@ -313,7 +325,12 @@ ATTRIBUTES = """
         of ``X`` is ``input_map_.transform(X)``, of width
         ``input_map_.n_features_out_`` (the columns of
         ``hidden_weights_``). ``RobustClip`` for ``"robust_clip"``,
-        ``Identity`` for None.
+        ``PiecewiseLinear`` for ``"robust_clip+ple"``, ``Identity`` for
+        None.
+
+    input_transform_ : str or None
+        The ``input_transform`` of ``input_map_``: the one given, or the
+        one ``"auto"`` chose.
 
     input_center_ : ndarray of shape (`n_features_in_`,) or None
         The column medians of the input map (``input_map_.center_``; a

@@ -822,6 +822,18 @@ class PiecewiseLinear(RobustClip):
 INPUT_MAPS = {"robust_clip": RobustClip, "robust_clip+ple": PiecewiseLinear}
 _MAP_CLASSES = {cls.__name__: cls
                 for cls in (Identity, RobustClip, PiecewiseLinear)}
+# the maps ``input_transform="auto"`` chooses from on the overfitting watch's
+# held-out rows (the first wins ties), and its map of a fit without a watch
+AUTO_MAP_CANDIDATES = ("robust_clip", "robust_clip+ple")
+AUTO_MAP_FALLBACK = "robust_clip"
+
+
+def input_map_name(input_map):
+    """The ``input_transform`` value of a fitted map (None: the identity)."""
+    for name, cls in INPUT_MAPS.items():
+        if type(input_map) is cls:
+            return name
+    return None
 
 
 def make_input_map(input_transform, stream=False):

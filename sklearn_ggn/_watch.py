@@ -28,6 +28,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _plan
 from ._plan import Phase
+from ._inputs import AUTO_MAP_CANDIDATES
 from .engine import OverfittingWatch
 
 
@@ -84,27 +85,61 @@ def split(est, data, sample_weight, watch):
 
 def fit_watched(est, data, watch_split, watch):
     """The fit of ``early_stopping="auto"``: the watch, then all rows; sets
-    ``overfitting_watch_``."""
+    ``overfitting_watch_``. Under ``input_transform="auto"`` the watch's
+    phase runs once per candidate map, and the map of least held-out risk
+    at the phase's end goes on (:func:`_choose_map`)."""
     idx_train, idx_val, val_weight, seed, rows_weight = watch_split
-    rule = OverfittingWatch(watch.epochs, watch.longest, watch.rise, watch.gap,
-                            watch.patience)
     held_out = data.rows(idx_val)
+    phase = Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
+                  continues=False)
     # Each phase's warnings are recorded and raised once at the end (also
     # when a phase raises): the watch's fit gives the input's and the
     # width's advice first, the fit on all rows mostly again.
     watch_warnings, final_warnings = [], []
     try:
         with _caught(watch_warnings):
-            status = est._fit_phase(
-                data.rows(idx_train), False,
-                (held_out.X, held_out.Y, held_out.y, val_weight),
-                Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
-                      watch=rule, continues=False))
+            rule, status, risks = _choose_map(
+                est, watch, lambda rule: est._fit_phase(
+                    data.rows(idx_train), False,
+                    (held_out.X, held_out.Y, held_out.y, val_weight),
+                    phase._replace(watch=rule)))
         report = _fit_all_rows(est, data, rule, status, watch, seed,
                                len(idx_val), final_warnings)
     finally:
+        est.__dict__.pop("_map_candidate", None)
         _warn_once(watch_warnings, final_warnings)
+    if risks is not None:
+        report["input_transform"] = {"chosen": est.input_transform_,
+                                     "validation_risk": risks}
     est.overfitting_watch_ = report
+
+
+def _choose_map(est, watch, watch_phase):
+    """``(rule, status, risks)`` of the watch's phase (``watch_phase(rule)``
+    fits it and returns its status): under ``input_transform="auto"`` the
+    phase of each candidate map (``AUTO_MAP_CANDIDATES``), from the same
+    split, seed and initial stream; the estimator is left as the candidate
+    of least held-out risk at its phase's end left it (a diverged phase
+    never wins, the first candidate wins ties). ``risks``: the candidates'
+    final held-out risks, or None without ``"auto"``."""
+    candidates = (AUTO_MAP_CANDIDATES if est.input_transform == "auto"
+                  else (None,))
+    best, risks = None, {}
+    for name in candidates:
+        if name is not None:
+            est._map_candidate = name
+        rule = OverfittingWatch(watch.epochs, watch.longest, watch.rise,
+                                watch.gap, watch.patience)
+        status = watch_phase(rule)
+        curve = est.history_.get("validation_risk") or [np.inf]
+        risk = float(curve[-1]) if status != "diverged" else np.inf
+        risks[name] = risk
+        if best is None or risk < best[0]:
+            best = (risk, rule, status, est.__dict__.copy())
+    _, rule, status, state = best
+    est.__dict__.clear()
+    est.__dict__.update(state)
+    return rule, status, (None if candidates == (None,) else risks)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,108 @@
+"""``input_transform="auto"``: the map chosen on the overfitting watch's
+held-out rows, each candidate's phase the phase of its own option."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn._inputs import AUTO_MAP_CANDIDATES, PiecewiseLinear, RobustClip
+
+
+def _steps(n, seed):
+    """A target of thresholds and a bump in single columns: the encoding's
+    case."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 6))
+    y = (4.0 * (X[:, 0] > 0.6) + 3.0 * np.exp(-(X[:, 1] - 0.3) ** 2 / 0.005)
+         + 2.0 * X[:, 2] + 0.25 * rng.standard_normal(n))
+    return X, y
+
+
+def _linear(n, seed):
+    """A linear target under heavy noise: the plain map's case."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 8))
+    return X, X @ rng.standard_normal(8) + 2.0 * rng.standard_normal(n)
+
+
+CASES = [(_steps, "robust_clip+ple"), (_linear, "robust_clip")]
+
+
+def _fit(Est, X, y, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Est(random_state=0, max_iter=30, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
+@pytest.mark.parametrize("make, expected", CASES)
+def test_auto_is_the_fit_of_the_map_it_chose_bit_for_bit(Est, make, expected):
+    # whichever candidate wins, and whichever ran last, the fitted model is
+    # the fit of input_transform=<the chosen map>: same watch, same weights
+    X, y = make(1500, 0)
+    if Est is GGNScoreClassifier:
+        y = (y > np.median(y)).astype(int)
+    auto = _fit(Est, X, y, input_transform="auto")
+    assert auto.input_transform_ == expected
+    given = _fit(Est, X, y, input_transform=expected)
+    for name in ("hidden_weights_", "output_weights_"):
+        np.testing.assert_array_equal(getattr(auto, name), getattr(given, name))
+    assert auto.n_iter_ == given.n_iter_
+    assert auto.loss_curve_ == given.loss_curve_
+    assert type(auto.input_map_) is type(given.input_map_)
+    report = auto.overfitting_watch_
+    assert {k: v for k, v in report.items() if k != "input_transform"} == \
+        given.overfitting_watch_
+    # the choice: least final held-out risk of the watch's phase, which is
+    # the chosen map's own watch's last held-out risk
+    risks = report["input_transform"]["validation_risk"]
+    assert list(risks) == list(AUTO_MAP_CANDIDATES)
+    assert report["input_transform"]["chosen"] == expected == min(risks, key=risks.get)
+    assert risks[expected] == given.overfitting_watch_["validation_loss_curve"][-1]
+
+
+def test_auto_without_a_watch_is_the_robust_clip():
+    # a full-batch fit holds no rows out: "auto" maps as "robust_clip" does
+    X, y = _steps(300, 1)
+    auto = _fit(GGNScoreRegressor, X, y, input_transform="auto")
+    plain = _fit(GGNScoreRegressor, X, y)
+    assert auto.overfitting_watch_ is None
+    assert auto.input_transform_ == "robust_clip"
+    np.testing.assert_array_equal(auto.hidden_weights_, plain.hidden_weights_)
+    # nor does early_stopping=False or partial_fit's stream
+    X, y = _steps(1500, 1)
+    off = _fit(GGNScoreRegressor, X, y, input_transform="auto", early_stopping=False)
+    assert type(off.input_map_) is RobustClip and off.input_transform_ == "robust_clip"
+    stream = GGNScoreRegressor(input_transform="auto", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream.partial_fit(X[:500], y[:500]).partial_fit(X[500:], y[500:])
+    assert stream.input_transform_ == "robust_clip"
+
+
+def test_auto_choice_is_kept_by_warm_starts_and_files():
+    X, y = _steps(1500, 2)
+    est = _fit(GGNScoreRegressor, X, y, input_transform="auto")
+    assert isinstance(est.input_map_, PiecewiseLinear)
+    loaded = pickle.loads(pickle.dumps(est))
+    assert loaded.input_transform_ == "robust_clip+ple"
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    # a warm start continues the chosen map and its width
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.set_params(warm_start=True, max_iter=3).fit(X, y)
+    assert est.input_transform_ == "robust_clip+ple"
+    assert est.hidden_weights_.shape[1] == est.input_map_.n_features_out_
+    assert np.isfinite(est.predict(X)).all()
+
+
+def test_input_transform_is_the_given_value_without_auto():
+    X, y = _linear(200, 0)
+    assert _fit(GGNScoreRegressor, X, y).input_transform_ == "robust_clip"
+    assert _fit(GGNScoreRegressor, X, y, input_transform=None).input_transform_ is None
+    assert not hasattr(GGNScoreRegressor(), "input_transform_")
+    with pytest.raises(ValueError, match="input_transform"):
+        GGNScoreRegressor(input_transform="ple").fit(X, y)
