@@ -19,7 +19,7 @@ gives it. Each model sits in ``make_pipeline(StandardScaler(), model)``
   every column is centered on its median, scaled by the smaller of its
   standard deviation and its interquartile range / 1.349, and smoothly
   clipped at ±4.05, so the bulk keeps unit scale and no row lies further
-  out (see the user guide, "What the network sees");
+  out (see the user guide, "Scaling the inputs");
 * the same with ``input_transform=None``: the network sees the
   standardized columns as they are;
 * ``MLPRegressor()`` and ``HistGradientBoostingRegressor()`` with their

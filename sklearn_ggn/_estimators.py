@@ -82,15 +82,19 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         The structure of the linearized Laplace posterior at the fitted
         weights, computed on first use for ``predict(X, return_std=True)``
         and ``log_marginal_likelihood_`` (``loss="squared_error"``):
-        ``"dual"`` (exact, kernel form; keeps the training inputs),
-        ``"primal"`` (exact, p × p), ``"last_layer"`` (the output layer
-        only, the hidden layer held fixed), ``"auto"`` (the exact form of
-        fewer flops while ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory
-        fits, else ``"last_layer"``, which is also the choice for sparse
-        X), or None (none). The one used is ``uncertainty_``. Until then
-        the estimator holds the training rows; a model file holds neither
-        them nor the posterior unless ``store_posterior=True``. See
-        :ref:`default-uncertainty`.
+        ``"dual"`` (exact, kernel form; the posterior contains the
+        training inputs as the network sees them), ``"primal"`` (exact,
+        p × p), ``"last_layer"`` (the output layer only, the hidden layer
+        held fixed), ``"auto"`` (the exact form of fewer flops while
+        ``m·K ≤ 2048`` or ``p ≤ 3000`` and its memory fits, else
+        ``"last_layer"``, which is also the choice for sparse X), or None
+        (none). The one used is ``uncertainty_``. Until its first use the
+        fitted estimator holds the training rows in memory. A model file
+        holds neither the rows nor the posterior by default; with
+        ``store_posterior=True`` it holds the posterior, and a ``"dual"``
+        one brings the mapped training inputs with it (``"primal"`` and
+        ``"last_layer"`` hold nothing of the training rows). See
+        :ref:`model-files` and :ref:`default-uncertainty`.
 
     noise : {"homoscedastic", "heteroscedastic"}, default="homoscedastic"
         The noise of the predictive distribution (``return_std``).

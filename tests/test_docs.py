@@ -50,7 +50,9 @@ def test_docs_build_without_warnings(tmp_path):
         f"sphinx-build failed ({proc.returncode}):\n{proc.stderr[-6000:]}"
     )
     for page in ("index", "user_guide", "api", "reproducing", "performance",
-                 "defaults", "quickstart", "install", "auto_examples/index",
+                 "defaults", "rejected", "mathematics", "getting_started",
+                 "deployment", "migrating_from_mlp", "install",
+                 "auto_examples/index",
                  "generated/sklearn_ggn.GGNScoreClassifier"):
         assert (out / f"{page}.html").is_file(), page
     reproducing = (src / "docs" / "reproducing.rst").read_text()

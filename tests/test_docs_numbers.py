@@ -58,12 +58,18 @@ def test_line_search_docstring_quotes_armijo():
 
 
 @pytest.mark.skipif(not DOCS.is_dir(), reason="needs the source tree")
-def test_quickstart_quotes_the_batch_rule():
-    text = " ".join((DOCS / "quickstart.rst").read_text().split())
-    assert (f"more than the {_plan.AUTO_STRUCTURED_FULL_BATCH_ROWS} up to which "
-            '``batch_size="auto"`` trains in full batch') in text
-    assert f"mini-batches of {_plan.AUTO_STRUCTURED_ROWS} samples" in text
-    assert f"at max(τ, {_plan.AUTO_TAU_MAX:g})" in text
+def test_user_guide_quotes_the_batch_rule_and_the_damping_start():
+    text = " ".join((DOCS / "user_guide.rst").read_text().split())
+    for phrase in [
+            f"trains in full batch up to {_plan.AUTO_STRUCTURED_FULL_BATCH_ROWS}"
+            f" rows ({_plan.AUTO_FULL_BATCH_ROWS} for the squared-error and "
+            "Huber regressors",
+            f"in batches of {_plan.AUTO_STRUCTURED_ROWS} rows beyond",
+            f"``n_samples · n_outputs ≤ {_plan.AUTO_FULL_BATCH_ROWS}``",
+            f"``{_plan.AUTO_BATCH_ROWS} // n_outputs``",
+            f"at ``max(τ, min({_plan.AUTO_TAU_MAX:g}, "
+            f"{_plan.AUTO_TAU_SAMPLES:g}/n))``"]:
+        assert phrase in text, phrase
 
 
 @pytest.mark.parametrize("cls", [GGNScoreClassifier, GGNScoreRegressor])
