@@ -1,14 +1,18 @@
-"""The input map's piecewise-linear encodings against the default map.
+"""The input map: piecewise-linear encodings, fixed and chosen from the data.
 
-``python -m benchmarks.input_map [--data-home DIR] [--seeds 0 1 2]`` fits
-``GGNScoreClassifier`` / ``GGNScoreRegressor`` with their defaults
-(``input_transform="robust_clip"``) and with
+``python -m benchmarks.input_map [--data-home DIR] [--realdata choice holdout]
+[--seeds 0 1 2]`` fits ``GGNScoreClassifier`` / ``GGNScoreRegressor`` with
+their defaults (``input_transform="robust_clip"``), with
 ``input_transform="robust_clip+ple"`` (the same map, and every column of
-three or more distinct values also encoded on up to 16 quantile bins),
-everything else default (``random_state=seed``), on X as given:
+three or more distinct values also encoded on up to 16 quantile bins) and
+with ``input_transform="auto"`` (the watch's held-out rows choose between
+the two), everything else default (``random_state=seed``), and scikit-learn's
+MLP and HistGradientBoosting defaults as peers, every model timed in the
+same run:
 
 * bundled: ``diabetes`` (R²), ``breast_cancer`` and ``digits`` (accuracy),
-  70/30 splits with the split seed = the run seed;
+  70/30 splits with the split seed = the run seed, X as given (the MLP
+  behind a ``StandardScaler``);
 * generated, 1 000 training and 2 000 test rows per seed:
   ``friedman1`` (``make_friedman1``, noise 1: smooth effects),
   ``steps_and_bumps`` (``make_friedman1``'s inputs, y = 4·[x0 > 0.6]
@@ -18,13 +22,17 @@ everything else default (``random_state=seed``), on X as given:
   + N(0, 0.3²) on ten standard normal columns, five of them noise);
 * with ``--data-home`` holding the UCI regression sets in the layout of
   ``uncertainty.py --uci``: ``concrete``, ``energy`` and ``yacht`` on their
-  first fixed splits (one per seed), R².
+  first fixed splits (one per seed), R²;
+* with ``--realdata``: the real tables of ``benchmarks.realdata`` (its
+  sets, splits and ``ColumnTransformer`` pipelines; regressors' targets
+  standardized).
 
-Per task: the mean and the standard deviation over seeds of the test
-score, the mean fit time of both (one BLAS thread, after an untimed
-numba warm-up), the network's mean input width with the encodings, and
-HistGradientBoosting's mean score as a reference of what the data allow.
-Writes ``results/input_map.md`` (the means and every fit).
+Per task: mean scores over seeds, the median fit times (one BLAS thread,
+after an untimed numba warm-up), how often ``"auto"`` chose the encodings;
+per variant: the tasks within tolerance (0.01 R², 0.005 accuracy) of
+HistGradientBoosting and of the MLP, wins and losses against the default
+map, and the geometric means of the time ratios. Writes
+``results/input_map.md``.
 """
 
 import argparse
@@ -66,7 +74,8 @@ def _thresholds(n, seed):
 
 
 def _tasks(seeds, data_home):
-    """``(name, kind, seed, X_train, y_train, X_test, y_test)``."""
+    """``(name, kind, seed, X_train, y_train, X_test, y_test)`` of the
+    bundled, generated and UCI tasks."""
     from sklearn.datasets import (
         load_breast_cancer,
         load_diabetes,
@@ -106,43 +115,101 @@ def _tasks(seeds, data_home):
             yield name, "regressor", seed, X[train], y[train], X[test], y[test]
 
 
-def _fit(model, X, y, X_test, y_test):
-    t0 = time.perf_counter()
-    model.fit(X, y)
-    return model.score(X_test, y_test), time.perf_counter() - t0
+VARIANTS = {"default": {}, "ple": {"input_transform": OPTION},
+            "auto": {"input_transform": "auto"}}
+PEERS = ("mlp", "hgb")
 
 
-def run(seeds, data_home):
+def _real_tasks(sets, seeds):
+    """The real tables of ``realdata.py`` (``--realdata``), in the pipeline
+    that benchmark gives every model."""
+    from . import realdata
+
+    for name in (t for s in sets for t in realdata.SETS[s]):
+        X, y, numeric, categorical, groups = realdata.load(name)
+        regression = realdata.TABLES[name][2] == "regression"
+        for seed in seeds:
+            parts = realdata.split(X, y, groups, regression, seed)
+            yield (name, "regressor" if regression else "classifier", seed,
+                   *parts[::2], *parts[1::2], (numeric, categorical))
+
+
+def _model(kind, task_kind, seed, params, columns):
+    from sklearn.compose import TransformedTargetRegressor
     from sklearn.ensemble import (
         HistGradientBoostingClassifier,
         HistGradientBoostingRegressor,
     )
-    from threadpoolctl import threadpool_limits
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 
+    regression = task_kind == "regressor"
+    if columns is not None:
+        from .realdata import make_model
+
+        return make_model("ggn" if kind in VARIANTS else kind, regression, seed,
+                          *columns, params)
+    if kind == "hgb":
+        return (HistGradientBoostingRegressor if regression
+                else HistGradientBoostingClassifier)(random_state=seed)
+    if kind == "mlp":
+        pipe = make_pipeline(StandardScaler(), (
+            MLPRegressor if regression else MLPClassifier)(random_state=seed))
+        return (TransformedTargetRegressor(regressor=pipe,
+                                           transformer=StandardScaler())
+                if regression else pipe)
+    return (GGNScoreRegressor if regression
+            else GGNScoreClassifier)(random_state=seed, **params)
+
+
+def _fit(model, X, y, X_test, y_test):
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    elapsed = time.perf_counter() - t0
+    est = getattr(model, "regressor_", model)
+    est = est[-1] if hasattr(est, "steps") else est
+    return (float(model.score(X_test, y_test)), elapsed,
+            getattr(est, "input_transform_", None),
+            getattr(getattr(est, "input_map_", None), "n_features_out_", None))
+
+
+def run(seeds, data_home, real_sets=()):
+    from threadpoolctl import threadpool_limits
+
+    from sklearn_ggn import GGNScoreRegressor
+
+    tasks = [(*t, None) for t in _tasks(seeds, data_home)]
+    if real_sets:
+        tasks = [*tasks, *_real_tasks(real_sets, seeds)]
     records = []
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # (the kernels compiled or loaded before any timed fit)
-        warm = np.random.default_rng(0).random((50, 4))
-        GGNScoreRegressor(max_iter=2).fit(warm[:, :3], warm[:, 3])
-        for name, kind, seed, X, y, X_test, y_test in _tasks(seeds, data_home):
-            Est = GGNScoreClassifier if kind == "classifier" else GGNScoreRegressor
-            Hgb = (HistGradientBoostingClassifier if kind == "classifier"
-                   else HistGradientBoostingRegressor)
-            record = {"task": name, "seed": seed, "rows": len(X),
-                      "columns": X.shape[1]}
-            record["default"], record["default_s"] = _fit(
-                Est(random_state=seed), X, y, X_test, y_test)
-            option = Est(random_state=seed, input_transform=OPTION)
-            record["ple"], record["ple_s"] = _fit(option, X, y, X_test, y_test)
-            record["width"] = option.input_map_.n_features_out_
-            record["hgb"], _ = _fit(Hgb(random_state=seed), X, y, X_test, y_test)
+        warm = np.random.default_rng(0).random((600, 4))
+        for params in VARIANTS.values():
+            GGNScoreRegressor(max_iter=8, **params).fit(warm[:, :3], warm[:, 3])
+        for name, kind, seed, X, y, X_test, y_test, columns in tasks:
+            record = {"task": name, "seed": seed, "rows": len(y),
+                      "columns": X.shape[1], "kind": kind}
+            for label in (*VARIANTS, *PEERS):
+                model = _model(label, kind, seed, VARIANTS.get(label, {}), columns)
+                score, seconds, chosen, width = _fit(model, X, y, X_test, y_test)
+                record[label], record[label + "_s"] = score, seconds
+                if label == "ple":
+                    record["width"] = width
+                if label == "auto":
+                    record["chosen"] = chosen
             records.append(record)
             print({k: round(v, 4) if isinstance(v, float) else v
                    for k, v in record.items()}, flush=True)
     return records
+
+
+def _tolerance(record):
+    return 0.01 if record["kind"] == "regressor" else 0.005
 
 
 def _table(records):
@@ -153,19 +220,51 @@ def _table(records):
         def mean(key, mine=mine):
             return float(np.mean([r[key] for r in mine]))
 
-        def sd(key, mine=mine):
-            return float(np.std([r[key] for r in mine]))
+        def median(key, mine=mine):
+            return float(np.median([r[key] for r in mine]))
 
-        rows.append([name, mine[0]["rows"], mine[0]["columns"], mean("width"),
-                     f"{mean('default'):.4f} ± {sd('default'):.4f}",
-                     f"{mean('ple'):.4f} ± {sd('ple'):.4f}",
-                     f"{mean('ple') - mean('default'):+.4f}",
-                     mean("default_s"), mean("ple_s"),
-                     mean("ple_s") / mean("default_s"), f"{mean('hgb'):.4f}"])
-    return md_table(["task", "train rows", "columns", "network inputs (ple)",
-                     "default score", "ple score", "ple − default",
-                     "default fit s", "ple fit s", "time ratio", "hgb score"],
-                    rows)
+        chosen = sum(r["chosen"] == OPTION for r in mine)
+        rows.append([name, mine[0]["rows"], mine[0]["columns"],
+                     f"{mean('default'):.4f}", f"{mean('ple') - mean('default'):+.4f}",
+                     f"{mean('auto') - mean('default'):+.4f}", f"{chosen}/{len(mine)}",
+                     f"{mean('hgb'):.4f}", f"{mean('mlp'):.4f}",
+                     median("default_s"),
+                     f"{median('ple_s') / median('default_s'):.2f}",
+                     f"{median('auto_s') / median('default_s'):.2f}",
+                     f"{median('default_s') / median('mlp_s'):.2f}"])
+    return md_table(["task", "train rows", "columns", "default score",
+                     "ple − default", "auto − default", "auto chose ple",
+                     "hgb score", "mlp score", "default fit s", "ple / default time",
+                     "auto / default time", "default / mlp time"], rows)
+
+
+def _summary(records):
+    """Per variant: tasks within tolerance of HGB and of the MLP (means over
+    seeds), wins and losses against the default by more than the tolerance,
+    and the geometric means of the median time ratios."""
+    tasks = list(dict.fromkeys(r["task"] for r in records))
+    rows = []
+    for label in VARIANTS:
+        hgb = mlp = wins = losses = 0
+        to_mlp, to_default = [], []
+        for name in tasks:
+            mine = [r for r in records if r["task"] == name]
+            tol = _tolerance(mine[0])
+            score = np.mean([r[label] for r in mine])
+            hgb += score >= np.mean([r["hgb"] for r in mine]) - tol
+            mlp += score >= np.mean([r["mlp"] for r in mine]) - tol
+            diff = score - np.mean([r["default"] for r in mine])
+            wins, losses = wins + (diff > tol), losses + (diff < -tol)
+            seconds = np.median([r[label + "_s"] for r in mine])
+            to_mlp.append(seconds / np.median([r["mlp_s"] for r in mine]))
+            to_default.append(seconds / np.median([r["default_s"] for r in mine]))
+        rows.append([label, f"{hgb}/{len(tasks)}", f"{mlp}/{len(tasks)}",
+                     wins, losses, f"{np.exp(np.mean(np.log(to_mlp))):.2f}",
+                     f"{np.exp(np.mean(np.log(to_default))):.2f}"])
+    return md_table(["input_transform", "within tolerance of HGB",
+                     "within tolerance of the MLP", "better than default",
+                     "worse than default", "time / MLP (geo-mean)",
+                     "time / default (geo-mean)"], rows)
 
 
 def main(argv=None):
@@ -173,25 +272,31 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--data-home", default=None,
                         help="a folder with the UCI regression sets (optional)")
+    parser.add_argument("--realdata", nargs="*", default=[],
+                        choices=["choice", "holdout"],
+                        help="add the real tables of benchmarks.realdata")
     args = parser.parse_args(argv)
     with LoadMonitor() as monitor:
-        records = run(args.seeds, args.data_home)
-    table = _table(records)
-    print(table)
-    fits = md_table(["task", "seed", "default score", "ple score",
-                     "default fit s", "ple fit s", "network inputs (ple)",
-                     "hgb score"],
-                    [[r["task"], r["seed"], r["default"], r["ple"],
-                      r["default_s"], r["ple_s"], r["width"], r["hgb"]]
-                     for r in records])
-    command = "python -m benchmarks.input_map" + (
-        " --data-home DIR" if args.data_home else "")
-    text = (f"# Piecewise-linear encodings against the default input map\n\n"
+        records = run(args.seeds, args.data_home, args.realdata)
+    table, summary = _table(records), _summary(records)
+    print(table, summary, sep="\n\n")
+    fits = md_table(["task", "seed", "default", "ple", "auto", "auto chose",
+                     "hgb", "mlp", "default s", "ple s", "auto s", "mlp s",
+                     "network inputs (ple)"],
+                    [[r["task"], r["seed"], r["default"], r["ple"], r["auto"],
+                      r["chosen"], r["hgb"], r["mlp"], r["default_s"], r["ple_s"],
+                      r["auto_s"], r["mlp_s"], r["width"]] for r in records])
+    command = ("python -m benchmarks.input_map"
+               + (" --data-home DIR" if args.data_home else "")
+               + (" --realdata " + " ".join(args.realdata) if args.realdata else ""))
+    text = (f"# The input map: piecewise-linear encodings, fixed and chosen\n\n"
             f"Generated by `{command}`.\n\n"
-            f"Seeds {args.seeds}; scores are means ± standard deviations over "
-            f"the seeds (R² for regressors, accuracy for classifiers); times "
-            f"are mean fit seconds with one BLAS thread.\n\n"
-            f"{monitor.markdown()}\n\n{table}\n\n## Every fit\n\n{fits}\n\n"
+            f"Seeds {args.seeds}; scores are means over the seeds (R² for "
+            f"regressors, accuracy for classifiers); times are median fit "
+            f"seconds over the seeds, one BLAS thread, warm kernels, every "
+            f"model timed in this run. Tolerance: 0.01 R², 0.005 accuracy.\n\n"
+            f"{monitor.markdown()}\n\n## Summary\n\n{summary}\n\n"
+            f"## Per task\n\n{table}\n\n## Every fit\n\n{fits}\n\n"
             f"## What was run\n\n{__doc__.strip()}\n\n"
             f"## Machine\n\n{stamp_markdown(machine_stamp())}\n")
     write_page("input_map.md", text)

@@ -16,6 +16,7 @@ estimator but the fitted attributes of its solve.
 """
 
 import contextlib
+import math
 import warnings
 from numbers import Integral
 
@@ -28,7 +29,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _plan
 from ._plan import Phase
-from ._inputs import AUTO_MAP_CANDIDATES
+from ._inputs import AUTO_MAP_CANDIDATES, AUTO_MAP_Z
 from .engine import OverfittingWatch
 
 
@@ -86,8 +87,8 @@ def split(est, data, sample_weight, watch):
 def fit_watched(est, data, watch_split, watch):
     """The fit of ``early_stopping="auto"``: the watch, then all rows; sets
     ``overfitting_watch_``. Under ``input_transform="auto"`` the watch's
-    phase runs once per candidate map, and the map of least held-out risk
-    at the phase's end goes on (:func:`_choose_map`)."""
+    phase runs once per candidate map, and the map the held-out rows
+    prefer goes on (:func:`_choose_map`)."""
     idx_train, idx_val, val_weight, seed, rows_weight = watch_split
     held_out = data.rows(idx_val)
     phase = Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
@@ -102,7 +103,7 @@ def fit_watched(est, data, watch_split, watch):
                 est, watch, lambda rule: est._fit_phase(
                     data.rows(idx_train), False,
                     (held_out.X, held_out.Y, held_out.y, val_weight),
-                    phase._replace(watch=rule)))
+                    phase._replace(watch=rule)), held_out, val_weight)
         report = _fit_all_rows(est, data, rule, status, watch, seed,
                                len(idx_val), final_warnings)
     finally:
@@ -114,14 +115,18 @@ def fit_watched(est, data, watch_split, watch):
     est.overfitting_watch_ = report
 
 
-def _choose_map(est, watch, watch_phase):
+def _choose_map(est, watch, watch_phase, held_out, val_weight):
     """``(rule, status, risks)`` of the watch's phase (``watch_phase(rule)``
     fits it and returns its status): under ``input_transform="auto"`` the
-    phase of each candidate map (``AUTO_MAP_CANDIDATES``), from the same
-    split, seed and initial stream; the estimator is left as the candidate
-    of least held-out risk at its phase's end left it (a diverged phase
-    never wins, the first candidate wins ties). ``risks``: the candidates'
-    final held-out risks, or None without ``"auto"``."""
+    phase of each candidate map (``AUTO_MAP_CANDIDATES``, plainest first),
+    from the same split, seed and initial stream. A later candidate wins
+    only when its held-out risk at the phase's end is lower than the
+    winner's so far by more than ``AUTO_MAP_Z`` standard errors of the
+    row-by-row difference (a paired test on the held-out rows: an encoding
+    is not taken for a difference the held-out rows cannot tell from
+    noise); a diverged phase never wins. The estimator is left as the
+    winner's phase left it. ``risks``: the candidates' final held-out
+    risks, or None without ``"auto"``."""
     candidates = (AUTO_MAP_CANDIDATES if est.input_transform == "auto"
                   else (None,))
     best, risks = None, {}
@@ -132,14 +137,49 @@ def _choose_map(est, watch, watch_phase):
                                 watch.gap, watch.patience)
         status = watch_phase(rule)
         curve = est.history_.get("validation_risk") or [np.inf]
-        risk = float(curve[-1]) if status != "diverged" else np.inf
-        risks[name] = risk
-        if best is None or risk < best[0]:
-            best = (risk, rule, status, est.__dict__.copy())
+        risks[name] = float(curve[-1]) if status != "diverged" else np.inf
+        if len(candidates) == 1:
+            best = (None, rule, status, est.__dict__)
+            break
+        rows = (row_risks(est, held_out) if status != "diverged"
+                else np.full(held_out.X.shape[0], np.inf))
+        if best is None or _lower(rows, best[0], val_weight):
+            best = (rows, rule, status, est.__dict__.copy())
     _, rule, status, state = best
-    est.__dict__.clear()
-    est.__dict__.update(state)
+    if state is not est.__dict__:
+        est.__dict__.clear()
+        est.__dict__.update(state)
     return rule, status, (None if candidates == (None,) else risks)
+
+
+def row_risks(est, rows):
+    """The risk of every row of ``rows`` (:class:`TrainingData`) under the
+    fitted weights, in the units the network is trained in: their weighted
+    mean is the held-out risk the monitor records."""
+    F = est._raw_output(rows.X)
+    Y, _ = est._encode_targets(rows.Y.astype(np.float64, copy=False),
+                               np.ones(F.shape[0]), keep=True)
+    F = np.asarray(F, dtype=np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    loss = est._loss_object()
+    one = np.ones(1)
+    return np.array([loss.risk(F[i:i + 1], Y[i:i + 1], one)
+                     for i in range(F.shape[0])])
+
+
+def _lower(rows, best, weight):
+    """Whether the row risks ``rows`` are lower than ``best`` by more than
+    ``AUTO_MAP_Z`` standard errors of their weighted mean difference."""
+    if not np.all(np.isfinite(rows)):
+        return False
+    if not np.all(np.isfinite(best)):
+        return True
+    w = np.asarray(weight, dtype=np.float64) / np.sum(weight)
+    d = best - rows
+    mean = float(w @ d)
+    n_eff = 1.0 / float(w @ w)
+    se = math.sqrt(max(float(w @ (d - mean) ** 2), 0.0) / n_eff)
+    return mean > AUTO_MAP_Z * se
 
 
 @contextlib.contextmanager
