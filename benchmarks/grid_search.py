@@ -2,9 +2,12 @@
 
 The search: :class:`~sklearn.model_selection.GridSearchCV` of a
 ``GGNScoreClassifier(n_hidden=128, max_iter=epochs, random_state=0)``
-(package defaults otherwise: SiLU, log loss, ``batch_size="auto"`` = 25
-samples a step for 10 classes, ``damping="auto"`` = 1.0 on mini-batches)
-over a 5 × 5 grid, ``mu = c·√n`` for c in ``geomspace(1e-2, 1e2, 5)``
+(package defaults otherwise: SiLU, log loss, ``damping="adaptive"``, and
+``batch_size="auto"``, which for the classifier's default step, one kernel
+row per sample, trains in full batch up to 512 rows and in batches of 128
+beyond: 128 on every fold of ``--quick`` and ``--full``, full batch on the
+400-row folds of ``--smoke``; the user guide's ``batch_size`` states the
+rule) over a 5 × 5 grid, ``mu = c·√n`` for c in ``geomspace(1e-2, 1e2, 5)``
 (``mu="auto"`` is ``1/κ(n) = √n``, i.e. c = 1) and ``tau`` in
 ``geomspace(1e-6, 1e-2, 5)``; ``cv=StratifiedKFold(3, shuffle=True,
 random_state=0)``, ``refit=True`` (the refit on the whole training set runs
