@@ -707,6 +707,10 @@ _CONFIGS = [
     GGNScoreRegressor(damping=1e-3, **_SMALL),
     GGNScoreRegressor(regularizer="ostrovskii_bach", **_SMALL),
     GGNScoreClassifier(regularizer="l2", **_SMALL),
+    # the input maps that widen the inputs, and the choice between them
+    GGNScoreRegressor(input_transform="robust_clip+ple", **_SMALL),
+    GGNScoreClassifier(input_transform="robust_clip+ple", **_SMALL),
+    GGNScoreClassifier(input_transform="auto", **_SMALL),
 ]
 
 # Not a bug: with a held-out split or mini-batches, a row of weight 2 and the
