@@ -29,6 +29,8 @@ MAX_LEVERAGE = 0.99
 FOLDS = 2
 # ... in at most this many iterations (epochs with mini-batches)
 MAX_ITER = 10
+# ... on at most this many training rows (a random subsample of more)
+MAX_ROWS = 16384
 NOISES = ("homoscedastic", "heteroscedastic")
 
 
@@ -111,14 +113,19 @@ def cross_fit(estimator, X, squares, sample_weight, folds, seed):
 def noise_attributes(estimator, network, X, Y, sample_weight, theta, posterior):
     """``{"_noise_model", "noise_", "noise_scores_"}`` of the posterior:
     for ``noise="homoscedastic"`` one variance; otherwise the fold networks
-    and their scores (:func:`cross_fit`), and the noise ``"auto"`` takes
-    is the one of the higher held-out likelihood (the networks are kept
-    when it is ``"heteroscedastic"``)."""
+    and their scores (:func:`cross_fit`) on the training rows (at most
+    :data:`MAX_ROWS` of them, drawn at random), and the noise ``"auto"``
+    takes is the one of the higher held-out likelihood (the networks are
+    kept when it is ``"heteroscedastic"``)."""
     if estimator.noise == "homoscedastic":
         return {"_noise_model": None, "noise_": "homoscedastic",
                 "noise_scores_": None}
     seed = estimator.__dict__.get("_posterior_seed")
     seed = 0 if seed is None else int(seed) % (2**31 - FOLDS)
+    if X.shape[0] > MAX_ROWS:  # (a random subsample of the rows)
+        keep = np.sort(np.random.RandomState(seed).choice(X.shape[0], MAX_ROWS,
+                                                          replace=False))
+        X, Y, sample_weight = X[keep], Y[keep], sample_weight[keep]
     squares = corrected_squares(network, theta, posterior, X, Y, sample_weight)
     folds = np.random.RandomState(seed).permutation(X.shape[0]) % FOLDS
     if np.unique(folds[sample_weight > 0]).size < FOLDS:

@@ -817,3 +817,27 @@ def test_auto_noise_without_rows_to_hold_out_is_one_variance():
         warnings.simplefilter("ignore", UserWarning)
         reg.predict(X[:3], return_std=True)
     assert reg.noise_ == "homoscedastic" and reg.noise_scores_ is None
+
+
+def test_noise_networks_take_a_bounded_subsample_of_the_rows(monkeypatch):
+    """Beyond ``MAX_ROWS`` training rows the leverages and the noise
+    networks are computed on a random subsample of that many rows (two
+    folds of half of them); below it on all rows."""
+    from sklearn_ggn import _noise
+
+    X, y, _ = _heteroscedastic(300, 0)
+    seen = []
+    fit = _noise.noise_network
+
+    def recording(estimator, X, squares, sample_weight, seed):
+        seen.append(X.shape[0])
+        return fit(estimator, X, squares, sample_weight, seed)
+
+    monkeypatch.setattr(_noise, "noise_network", recording)
+    for cap, rows in ((1000, 300), (200, 200)):
+        monkeypatch.setattr(_noise, "MAX_ROWS", cap)
+        seen.clear()
+        reg = GGNScoreRegressor(n_hidden=10, max_iter=5, random_state=0,
+                                noise="heteroscedastic").fit(X, y)
+        reg.predict(X[:2], return_std=True)
+        assert sorted(seen) == [rows // 2, rows // 2]
