@@ -71,8 +71,10 @@ def noise_network(estimator, X, squares, sample_weight, seed):
 
 
 def noise_variance(models, X, n_outputs):
-    """ν(x) (n, K): the mean of the fold networks' variances at the
-    network's inputs ``X``."""
+    """ν(x) (n, K): the mean of the noise networks' variances at the
+    network's inputs ``X`` (``models`` a list of networks, or one)."""
+    if not isinstance(models, list):
+        models = [models]
     return np.mean([m.predict(X).reshape(-1, n_outputs) for m in models], axis=0)
 
 
