@@ -10,7 +10,9 @@ per point and the coverage of the central 95 % interval. Baseline: what a
 user would build without this feature, ``make_pipeline(StandardScaler(),
 MLPRegressor(max_iter=2000))`` with the standard deviation of its training
 residuals as a constant std. The same model with ``tau="evidence"`` is a
-third column (τ by the linearized evidence instead of GCV).
+third column (τ by the linearized evidence instead of GCV), and with
+``noise="homoscedastic"`` and ``noise="heteroscedastic"`` the two noises
+the default ``noise="auto"`` chooses between (the same fit of the mean).
 
 Classification: ``GGNScoreClassifier()`` on standardized inputs with
 ``predictive="map"`` (the softmax of the fitted logits) and
