@@ -258,8 +258,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
     @property
     def noise_scores_(self):
         """Why ``noise="auto"`` chose ``noise_``: the held-out log-likelihood
-        per row and output of each noise (a dict), or None when ``noise``
-        names one or without a posterior (computed on first use)."""
+        per row and output of each noise (a dict), or None with
+        ``noise="homoscedastic"`` or without a posterior (computed on first
+        use)."""
         return self._posterior().get("noise_scores_")
 
     @property
