@@ -10,7 +10,9 @@ per point and the coverage of the central 95 % interval. Baseline: what a
 user would build without this feature, ``make_pipeline(StandardScaler(),
 MLPRegressor(max_iter=2000))`` with the standard deviation of its training
 residuals as a constant std. The same model with ``tau="evidence"`` is a
-third column (τ by the linearized evidence instead of GCV).
+third column (τ by the linearized evidence instead of GCV), and with
+``noise="homoscedastic"`` and ``noise="heteroscedastic"`` the two noises
+the default ``noise="auto"`` chooses between (the same fit of the mean).
 
 Classification: ``GGNScoreClassifier()`` on standardized inputs with
 ``predictive="map"`` (the softmax of the fitted logits) and
@@ -151,6 +153,7 @@ def _regression(names, splits):
                                                       random_state=seed)
             run = {}
             for label, params in (("ggn", {}), ("ggn_evidence", {"tau": "evidence"}),
+                                  ("ggn_homo", {"noise": "homoscedastic"}),
                                   ("ggn_het", {"noise": "heteroscedastic"})):
                 model = make_pipeline(StandardScaler(),
                                       GGNScoreRegressor(random_state=seed, **params))
@@ -161,6 +164,7 @@ def _regression(names, splits):
                 run[label] = {**gaussian_metrics(y_te, mean, std), "fit_s": fit_s,
                               "tau": model[-1].tau_,
                               "structure": model[-1].uncertainty_,
+                              "noise": model[-1].noise_,
                               "std_spread": float(std.max() / std.min())}
             # the cost of the posterior: the same fit without it
             plain = make_pipeline(StandardScaler(),
@@ -280,6 +284,9 @@ def _report(raw):
         e = {k: _mean(runs, "ggn_evidence", k) for k in ("rmse", "nll", "coverage")}
         h = ({k: _mean(runs, "ggn_het", k) for k in ("nll", "coverage")}
              if "ggn_het" in runs[0] else {"nll": np.nan, "coverage": np.nan})
+        o = ({k: _mean(runs, "ggn_homo", k) for k in ("nll", "coverage")}
+             if "ggn_homo" in runs[0] else {"nll": np.nan, "coverage": np.nan})
+        chosen = sum(r["ggn"].get("noise") == "heteroscedastic" for r in runs)
         m = {k: _mean(runs, "mlp", k) for k in ("rmse", "nll", "coverage")}
         cov_min = min(r["ggn"]["coverage"] for r in runs)
         cov_max = max(r["ggn"]["coverage"] for r in runs)
@@ -289,7 +296,8 @@ def _report(raw):
         rows.append((name, res["n_samples"], runs[0]["ggn"]["structure"],
                      g["rmse"], m["rmse"], g["nll"], m["nll"], g["coverage"],
                      f"{cov_min:.2f}-{cov_max:.2f}", m["coverage"],
-                     e["rmse"], e["nll"], e["coverage"], h["nll"], h["coverage"],
+                     e["rmse"], e["nll"], e["coverage"], o["nll"], h["nll"],
+                     h["coverage"], g["nll"] - o["nll"], f"{chosen}/{len(runs)}",
                      g["fit_s"], g["plain_fit_s"]))
     n = len(raw["regression"])
     lines += [
@@ -300,16 +308,19 @@ def _report(raw):
         "`make_pipeline(StandardScaler(), GGNScoreRegressor())`, "
         "`predict(X, return_std=True)`; `mlp`: `MLPRegressor(max_iter=2000)` with "
         "the std of its training residuals; `evid.`: `GGNScoreRegressor("
-        "tau=\"evidence\")`; `het.`: `GGNScoreRegressor(noise="
-        "\"heteroscedastic\")` (the same mean as `ggn`). Coverage of the "
+        "tau=\"evidence\")`; `hom.` and `het.`: `GGNScoreRegressor(noise="
+        "\"homoscedastic\")` and `noise=\"heteroscedastic\"` (the same mean "
+        "as `ggn`, whose `noise=\"auto\"` chooses between them: `Δ hom.` is "
+        "its NLL minus one variance's, `het. chosen` the splits where it took "
+        "the variance that depends on x). Coverage of the "
         "central 95 % interval (mean, and "
         "range over the splits). Fit seconds with the posterior and without "
         "it (`uncertainty=None`).",
         "",
         md_table(["data", "rows", "structure", "RMSE ggn", "RMSE mlp", "NLL ggn",
                   "NLL mlp", "cov. ggn", "cov. range", "cov. mlp", "RMSE evid.",
-                  "NLL evid.", "cov. evid.", "NLL het.", "cov. het.", "fit [s]",
-                  "fit w/o [s]"], rows),
+                  "NLL evid.", "cov. evid.", "NLL hom.", "NLL het.", "cov. het.",
+                  "Δ hom.", "het. chosen", "fit [s]", "fit w/o [s]"], rows),
         "",
         f"Coverage in [0.90, 0.985] on {coverage_ok}/{n} data sets (mean over "
         f"splits); NLL below the MLP's on {wins}/{n}; RMSE within 5 % of the "
@@ -457,10 +468,11 @@ UCI_PUBLISHED = {
     "protein-tertiary-structure": {"mc_dropout": (4.36, 2.89),
                                    "deep_ensemble": (4.71, 2.83)},
 }
-UCI_MODELS = ("ggn", "ggn_het", "mlp", "gp", "ngboost")
+UCI_MODELS = ("ggn", "ggn_homo", "ggn_het", "mlp", "gp", "ngboost")
 # the models of the package among them (with return_std and a posterior),
 # as the report names them
-UCI_GGN = {"ggn": "defaults", "ggn_het": "heteroscedastic"}
+UCI_GGN = {"ggn": "defaults", "ggn_homo": "homoscedastic",
+           "ggn_het": "heteroscedastic"}
 
 
 def uci_splits(folder):
@@ -503,6 +515,8 @@ def _uci_models(name, seed, n_features):
     models = {
         "ggn": lambda: make_pipeline(StandardScaler(),
                                      GGNScoreRegressor(random_state=seed)),
+        "ggn_homo": lambda: make_pipeline(StandardScaler(), GGNScoreRegressor(
+            random_state=seed, noise="homoscedastic")),
         "ggn_het": lambda: make_pipeline(StandardScaler(), GGNScoreRegressor(
             random_state=seed, noise="heteroscedastic")),
         "mlp": lambda: make_pipeline(StandardScaler(),
@@ -562,7 +576,8 @@ def _uci_split(name, X, y, train, test, seed, labels):
         if label in UCI_GGN:
             est = model[-1]
             record.update(structure=est.uncertainty_, tau=float(est.tau_),
-                          epochs=int(est.n_iter_))
+                          epochs=int(est.n_iter_), noise=est.noise_,
+                          noise_scores=est.noise_scores_)
         run[label] = record
     return run
 
@@ -615,6 +630,8 @@ def _uci_summary(results):
                                            if v.size > 1 else 0.0)
             if label in UCI_GGN:
                 entry["structure"] = sorted({r["structure"] for r in values})
+                entry["heteroscedastic_chosen"] = sum(
+                    r.get("noise") == "heteroscedastic" for r in values)
             summary[name][label] = entry
     return summary
 
@@ -637,9 +654,12 @@ def _uci_report(results):
              "Test metrics in the units of y, mean ± standard error over the "
              "splits. GGN-SCORE: `make_pipeline(StandardScaler(), "
              "GGNScoreRegressor())` at its defaults, `predict(X, "
-             "return_std=True)`; heteroscedastic: the same with "
-             "`noise=\"heteroscedastic\"` (the same fit of the mean, a "
-             "second network for the noise variance fitted on first use); MLP: `MLPRegressor(max_iter=2000)` with the "
+             "return_std=True)` (`noise=\"auto\"`: one variance or one that "
+             "depends on x, by their held-out likelihood); homoscedastic and "
+             "heteroscedastic: the same with `noise=\"homoscedastic\"` and "
+             "`noise=\"heteroscedastic\"` (the same fit of the mean; the "
+             "noise networks are fitted on first use); MLP: "
+             "`MLPRegressor(max_iter=2000)` with the "
              "standard deviation of its training residuals as a constant std; "
              "GP: `GaussianProcessRegressor` (constant × ARD RBF + white "
              "noise, `normalize_y=True`) on the small sets; NGBoost: `NGBRegressor()` "
@@ -649,7 +669,8 @@ def _uci_report(results):
              "protein) and `--splits` caps them.", ""]
     for key, title, digits in (("rmse", "RMSE", 3), ("nll", "Gaussian NLL", 3),
                                ("coverage", "95 % interval coverage", 3)):
-        headers = ["set", "rows", "splits", "GGN-SCORE", "heteroscedastic",
+        headers = ["set", "rows", "splits", "GGN-SCORE", "homoscedastic",
+                   "heteroscedastic",
                    "MLP plug-in", "GP", "NGBoost"]
         if key != "coverage":
             headers += ["MC dropout", "deep ensemble"]
@@ -670,12 +691,15 @@ def _uci_report(results):
                 continue
             g = summary[name][label]
             rows.append([name, model, ", ".join(g["structure"]),
+                         f"{g['heteroscedastic_chosen']}/"
+                         f"{results[name]['n_splits']}",
                          f"{g['fit_s']:.2f}", f"{g['predict_s']:.2f}",
                          f"{g['predict_s'] / g['fit_s']:.2f}"])
-    lines += ["### GGN-SCORE's cost", "",
+    lines += ["### GGN-SCORE's cost and noise", "",
               "Mean seconds per split; the first `return_std` call builds the "
-              "posterior (and the heteroscedastic noise model).", "",
-              md_table(["set", "model", "posterior", "fit [s]",
+              "posterior (and the noise networks). `het.`: the splits whose "
+              "predictive noise depends on x.", "",
+              md_table(["set", "model", "posterior", "het.", "fit [s]",
                         "first return_std [s]", "ratio"], rows), ""]
     # the acceptance bar of the benchmark
     checks = []

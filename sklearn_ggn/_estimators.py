@@ -7,7 +7,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import StrOptions
@@ -19,7 +18,6 @@ from sklearn.utils.multiclass import (
 )
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from . import _plan
 from ._base import BaseGGNScore, _Number
 from ._docstrings import fill_doc, with_docs
 from ._labels import check_labels_known, class_sample_weight
@@ -36,9 +34,6 @@ from ._persistence import _plain
 # Sparse X: CSR and CSC as given, other SciPy formats converted to CSR; the
 # network keeps a CSR copy and X enters only its first layer (see _network).
 _ACCEPT_SPARSE = ("csr", "csc")
-# noise="heteroscedastic": leverages above this count as this (a row the
-# linearized fit interpolates would make its corrected square infinite)
-MAX_LEVERAGE = 0.99
 
 
 class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
@@ -96,23 +91,27 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         ``"last_layer"`` hold nothing of the training rows). See
         :ref:`model-files` and :ref:`default-uncertainty`.
 
-    noise : {"homoscedastic", "heteroscedastic"}, default="homoscedastic"
-        The noise of the predictive distribution (``return_std``).
-        ``"homoscedastic"``: one variance per output, ``noise_variance_``.
-        ``"heteroscedastic"``: a variance that depends on x, fitted when the
-        posterior is built (on first use) by a second network
-        (``noise_model_``: this one's parameters but ``loss="poisson"``, a
-        log-link model of the mean square, τ = ``min(0.01, 10/n)`` (the
-        full-batch rule, whatever its batches), no input map as it takes
-        the network's inputs, its own target scaling) to the training
-        rows' squared residuals corrected for their leverage ``h_k`` in
-        the linearized fit, ``r_k² / (1 − h_k)``; its variance ν(x)
-        replaces σ̂² in the predictive variance,
-        ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``. The fit of the mean is the
-        same either way. The noise model is a network fitted to noisy
-        squares: it wants hundreds of rows (on tens it can collapse
-        locally, giving intervals far too narrow). See :ref:`noise that
-        depends on x <uncertainty-heteroscedastic>`.
+    noise : {"auto", "homoscedastic", "heteroscedastic"}, default="auto"
+        The noise of the predictive distribution (``return_std``), chosen
+        when the posterior is built (on first use); the fit of the mean is
+        the same for all three. ``"homoscedastic"``: one variance per
+        output, ``noise_variance_``. ``"heteroscedastic"``: a variance ν(x)
+        that depends on x, the mean of two networks (``noise_model_``:
+        this one's parameters but ``loss="poisson"``, a log-link model of
+        the mean square, at most 10 iterations (epochs with mini-batches),
+        τ = ``min(0.01, 10/n)``, no input map as they take the network's
+        inputs), each fitted to one random half of the training rows'
+        squared residuals corrected for their leverage ``h_k`` in the
+        linearized fit, ``r_k² / (1 − h_k)``; ν(x) replaces σ̂² in the
+        predictive variance, ``ν(x) (1 + J(x) B⁻¹ J(x)ᵀ / (N K))``.
+        ``"auto"``: each half's corrected squares are scored by the
+        Gaussian likelihood of the variance fitted to the other half, one
+        value or the network, and the noise of the higher held-out
+        likelihood is taken (``noise_``, with the scores in
+        ``noise_scores_``). The networks want hundreds of rows (on tens
+        they can collapse locally, giving intervals far too narrow, which
+        their held-out likelihood shows). See :ref:`noise that depends on
+        x <uncertainty-heteroscedastic>`.
 %(store_posterior)s
     Attributes
     ----------
@@ -129,10 +128,24 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         fits a noise variance per output (and per x); so does one regressor
         per output (``MultiOutputRegressor``).
 
-    noise_model_ : GGNScoreRegressor or None
-        The model of the noise variance of ``noise="heteroscedastic"``
-        (``loss="poisson"`` on the network's inputs, in the standardized
-        units of the targets), fitted with the posterior on first use; None
+    noise_ : {"homoscedastic", "heteroscedastic"} or None
+        The noise of the predictive distribution: the one ``noise`` names,
+        or the one ``noise="auto"`` chose; None without a posterior.
+        Computed with the posterior on first use.
+
+    noise_scores_ : dict or None
+        Why ``noise="auto"`` chose ``noise_``: the mean held-out Gaussian
+        log-likelihood per row and output of the corrected training
+        residuals (standardized units) under ``"homoscedastic"`` and
+        ``"heteroscedastic"``; the higher one is chosen. None with
+        ``noise="homoscedastic"``, without a posterior, or with too few
+        rows to hold any out.
+
+    noise_model_ : list of GGNScoreRegressor or None
+        The networks of the noise variance when ``noise_`` is
+        ``"heteroscedastic"`` (``loss="poisson"`` on the network's inputs,
+        in the standardized units of the targets, one per half of the
+        training rows; ν(x) is the mean of their predictions); None
         otherwise or without a posterior.
 
     target_mean_ : ndarray of shape (`n_outputs_`,)
@@ -167,7 +180,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         "epsilon": [_Number(Real, 0, None, closed="neither")],
         "uncertainty": [StrOptions({"auto", "dual", "primal", "last_layer"}),
                         None],
-        "noise": [StrOptions({"homoscedastic", "heteroscedastic"})],
+        "noise": [StrOptions({"auto", "homoscedastic", "heteroscedastic"})],
         "store_posterior": ["boolean"],
     }
 
@@ -180,7 +193,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
-                 uncertainty="auto", noise="homoscedastic",
+                 uncertainty="auto", noise="auto",
                  input_transform="robust_clip", compute_dtype="auto",
                  store_posterior=False):
         self.loss = loss
@@ -220,8 +233,8 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
 
     _posterior_loss = "squared_error"
     _posterior_uses = ("predict(X, return_std=True), uncertainty_, "
-                       "log_marginal_likelihood_, noise_variance_ and "
-                       "noise_model_")
+                       "log_marginal_likelihood_, noise_variance_, noise_, "
+                       "noise_scores_ and noise_model_")
 
     def _evidence_attributes(self, log_z, sigma2, posterior, target_attributes):
         # the density of y is that of the standardized targets divided by
@@ -239,56 +252,38 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         return self._noise_checked().get("noise_variance_")
 
     @property
+    def noise_(self):
+        """The noise of the predictive distribution, ``"homoscedastic"`` or
+        ``"heteroscedastic"``: the one ``noise`` names, or the one
+        ``noise="auto"`` chose; None without a posterior (computed on first
+        use, with the posterior)."""
+        return self._posterior().get("noise_")
+
+    @property
+    def noise_scores_(self):
+        """Why ``noise="auto"`` chose ``noise_``: the held-out log-likelihood
+        per row and output of each noise (a dict), or None with
+        ``noise="homoscedastic"`` or without a posterior (computed on first
+        use)."""
+        return self._posterior().get("noise_scores_")
+
+    @property
     def noise_model_(self):
-        """The fitted model of the noise variance of ``noise="heteroscedastic"``
-        (a ``GGNScoreRegressor`` with ``loss="poisson"`` on the network's
-        inputs, in the standardized units of the targets), or None (computed
-        on first use, with the posterior)."""
+        """The networks of the noise variance when ``noise_`` is
+        ``"heteroscedastic"`` (a list of ``GGNScoreRegressor`` with
+        ``loss="poisson"`` on the network's inputs, in the standardized
+        units of the targets, whose mean prediction is ν(x)), or None
+        (computed on first use, with the posterior)."""
         return self._posterior().get("_noise_model")
 
     def _noise_model_attributes(self, network, X, Y, sample_weight, theta,
                                 posterior):
-        """``{"_noise_model": ...}``: for ``noise="heteroscedastic"`` the
-        Poisson network fitted to the training rows' squared residuals
-        corrected for their leverage (standardized units).
+        """The noise of the predictive distribution (``_noise_model``,
+        ``noise_``, ``noise_scores_``; see :mod:`sklearn_ggn._noise`)."""
+        from . import _noise
 
-        The linearized fit is a linear smoother of the targets with hat
-        matrix ``S = J̃ B⁻¹ J̃ᵀ``; the leverage of one unit of weight of
-        row k (output c) is ``h_kc = [J_k B⁻¹ J_kᵀ]_cc / (N K)``
-        (``_laplace.leverages``), and ``E[r_kc²] ≈ σ²(x_k) (1 − h_kc)`` (exact
-        for a projection; ``σ² (1 − 2 h + (S²)_kk) ≤ σ² (1 − h)`` for this
-        regularized smoother, so the estimate is a little low): the plain
-        squares would make the noise small where the network fits its rows
-        closely."""
-        if self.noise != "heteroscedastic":
-            return {"_noise_model": None}
-        from . import _laplace
-
-        Xa = network.augment(X.astype(np.float64, copy=False))
-        # (per unit of weight: an integer weight is that many rows, each
-        # with its share of the row's leverage)
-        leverage = _laplace.leverages(network, theta, posterior, Xa,
-                                      sample_weight)
-        outputs = network.forward(theta, Xa, with_deriv=False).outputs
-        squares = (np.asarray(Y, dtype=np.float64) - outputs) ** 2 / (
-            1.0 - np.minimum(leverage, MAX_LEVERAGE))
-        params = self.get_params(deep=False)
-        # τ: the full-batch rule (the penalty weighs as much as ten rows)
-        # whatever the batches: a squared residual is a noisy target, its
-        # standard deviation √2 times its mean for Gaussian noise
-        tau = _plan.rule_tau(float(np.sum(sample_weight, dtype=np.float64)))
-        params.update(loss="poisson", noise="homoscedastic", uncertainty=None,
-                      input_transform=None, standardize_target=True,
-                      warm_start=False, verbose=False, tau=tau,
-                      random_state=self.__dict__.get("_posterior_seed",
-                                                     self.random_state))
-        model = type(self)(**params)
-        with warnings.catch_warnings():
-            # (a constant noise is a model that "did not learn"; the mean
-            # fit has already said what it had to)
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(X, squares, sample_weight=sample_weight)
-        return {"_noise_model": model}
+        return _noise.noise_attributes(self, network, X, Y, sample_weight,
+                                       theta, posterior)
 
     def _full_batch_regression(self):
         # the Huber loss keeps full batches as long as the squared error
@@ -426,9 +421,9 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
             input under the linearized Laplace approximation of the fit
             (``loss="squared_error"`` fitted by ``fit``; see
             ``uncertainty``), in the units of ``y`` and with the noise
-            included: ``sqrt(noise_variance_ + J(x) P⁻¹ J(x)ᵀ)`` (with
-            ``noise="heteroscedastic"`` the noise model's variance at x in
-            place of ``noise_variance_``, in both terms).
+            included: ``sqrt(noise_variance_ + J(x) P⁻¹ J(x)ᵀ)`` (when
+            ``noise_`` is ``"heteroscedastic"`` the noise networks' variance
+            ν(x) in place of ``noise_variance_``, in both terms).
 
         Returns
         -------
@@ -463,8 +458,10 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
         state = self._noise_checked()
         sigma2 = state["_laplace"]["noise_variance"]
         noise_model = state.get("_noise_model")
-        if noise_model is not None:  # σ²(x) in place of σ² in both terms
-            sigma2 = noise_model.predict(Z).reshape(variance.shape)
+        if noise_model is not None:  # ν(x) in place of σ² in both terms
+            from ._noise import noise_variance
+
+            sigma2 = noise_variance(noise_model, Z, self.n_outputs_)
         variance *= sigma2 / self.n_outputs_
         variance += sigma2
         std = (np.sqrt(variance) * np.asarray(getattr(self, "target_scale_", 1.0),

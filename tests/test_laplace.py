@@ -627,10 +627,12 @@ def test_heteroscedastic_noise_follows_the_inputs():
     assert low_het > 0.9 and 0.92 < high_het < 0.99
     # (0.17-0.22 lower over random_state 0-4)
     assert nll_het < nll_homo - 0.1
-    model = fits["heteroscedastic"].noise_model_
-    assert isinstance(model, GGNScoreRegressor) and model.loss == "poisson"
+    models = fits["heteroscedastic"].noise_model_
+    assert len(models) == 2 and all(isinstance(m, GGNScoreRegressor)
+                                    and m.loss == "poisson" for m in models)
     reg = fits["heteroscedastic"]
-    noise_sd = np.sqrt(model.predict(reg._network_inputs(X_test))).ravel()
+    noise_sd = np.sqrt(np.mean([m.predict(reg._network_inputs(X_test))
+                                for m in models], axis=0)).ravel()
     # (0.84-0.96 over random_state 0-4)
     assert np.corrcoef(noise_sd, sd_test)[0, 1] > 0.75
     assert fits["homoscedastic"].noise_model_ is None
@@ -657,8 +659,13 @@ def test_heteroscedastic_noise_needs_a_posterior():
 
 
 def test_heteroscedastic_integer_weights_are_repeated_rows():
-    """A row of weight 3 is the row three times: the same mean and the same
-    intervals (the leverage correction is per unit of weight)."""
+    """A row of weight 3 is the row three times: the same mean, the same
+    corrected squares per unit of weight (the leverage correction is per
+    unit of weight) and the same noise network fitted to them. (The folds
+    of the noise networks are drawn over rows, so that the two fits'
+    folds differ.)"""
+    from sklearn_ggn import _noise
+
     X, y, _ = _heteroscedastic(200, 0)
     w = np.ones(200)
     w[:40] = 3.0
@@ -668,10 +675,22 @@ def test_heteroscedastic_integer_weights_are_repeated_rows():
     weighted = GGNScoreRegressor(**params).fit(X, y, sample_weight=w)
     copies = GGNScoreRegressor(**params).fit(X[repeated], y[repeated])
     X_test, _, _ = _heteroscedastic(50, 1)
-    mean_w, std_w = weighted.predict(X_test, return_std=True)
-    mean_c, std_c = copies.predict(X_test, return_std=True)
-    np.testing.assert_allclose(mean_w, mean_c, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(std_w, std_c, rtol=1e-6)
+    np.testing.assert_allclose(weighted.predict(X_test), copies.predict(X_test),
+                               rtol=1e-8, atol=1e-10)
+    squares = []
+    for reg, rows, weights in ((weighted, slice(None), w),
+                               (copies, repeated, np.ones(280))):
+        network = reg._fitted_network(3, 1)
+        theta = reg._fitted_theta(network, np.float64)
+        Y = ((y[rows] - reg.target_mean_) / reg.target_scale_)[:, None]
+        squares.append(_noise.corrected_squares(
+            network, theta, reg._posterior()["_laplace"], X[rows], Y, weights))
+    np.testing.assert_allclose(squares[0][repeated], squares[1], rtol=1e-6)
+    nets = [_noise.noise_network(weighted, X, squares[0], w, 0),
+            _noise.noise_network(weighted, X[repeated], squares[1],
+                                 np.ones(280), 0)]
+    np.testing.assert_allclose(nets[0].predict(X_test), nets[1].predict(X_test),
+                               rtol=1e-6)
 
 
 def test_heteroscedastic_noise_is_fixed_by_the_fit_not_by_its_first_use():
@@ -719,3 +738,106 @@ def test_heteroscedastic_noise_has_a_variance_per_output():
     assert coverage["homoscedastic"][0] > 0.99 and coverage["homoscedastic"][1] < 0.9
     assert np.all((coverage["heteroscedastic"] > 0.91)
                   & (coverage["heteroscedastic"] < 0.98))
+
+
+# ------------------------------------------------------------- noise="auto"
+def test_held_out_scores_are_the_gaussian_likelihood_of_the_residuals():
+    """``noise_scores_`` against a slow reference: each training residual
+    r_k is N(0, v (1 − h_k)) under a candidate variance v (h_k from the
+    explicit Jacobian's hat matrix); its log density by scipy, with v the
+    other fold's mean corrected square or its noise network's prediction,
+    averaged over the rows, differs from the score by one term in h
+    shared by both candidates."""
+    from sklearn_ggn import _noise
+
+    X, y, _ = _heteroscedastic(300, 0)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, 300)
+    reg = GGNScoreRegressor(n_hidden=10, max_iter=10, random_state=0,
+                            input_transform=None).fit(X, y, sample_weight=w)
+    assert reg.noise_ == "heteroscedastic"
+    scores, models = reg.noise_scores_, reg.noise_model_
+    h = _hat_reference(reg, X, w)[:, 0] / w  # (per unit of weight)
+    r = (y - reg.predict(X)) / reg.target_scale_[0]
+    seed = int(reg._posterior_seed) % (2**31 - _noise.FOLDS)
+    folds = np.random.RandomState(seed).permutation(300) % 2
+    squares = r**2 / (1 - h)
+    reference = {}
+    for noise in ("homoscedastic", "heteroscedastic"):
+        total = 0.0
+        for f in (0, 1):
+            test, train = folds == f, folds != f
+            v = (np.full(test.sum(), np.sum(w[train] * squares[train])
+                         / np.sum(w[train])) if noise == "homoscedastic"
+                 else models[f].predict(X[test]).ravel())
+            total += np.sum(w[test] * norm.logpdf(r[test], 0.0,
+                                                   np.sqrt(v * (1 - h[test]))))
+        reference[noise] = total / w.sum()
+    for f in (0, 1):  # (each fold's network is fitted to the other fold)
+        train = folds != f
+        fresh = _noise.noise_network(reg, X[train], squares[train, None],
+                                     w[train], seed + f)
+        np.testing.assert_allclose(fresh.predict(X), models[f].predict(X),
+                                   rtol=1e-6)
+    shared = -0.5 * np.sum(w * np.log(1 - h)) / w.sum()
+    for noise in reference:
+        np.testing.assert_allclose(scores[noise], reference[noise] - shared,
+                                   rtol=1e-8)
+
+
+@pytest.mark.parametrize("varying", [True, False])
+def test_auto_noise_takes_the_noise_of_the_data(varying):
+    """``noise="auto"`` (the default) gives the intervals of
+    ``"heteroscedastic"`` where the noise's standard deviation grows
+    20-fold with |x2|, and those of ``"homoscedastic"`` where it is one
+    value; it says which, and why."""
+    X, y, sd = _heteroscedastic(1000, 0)
+    if not varying:  # the same signal, a constant noise
+        y = np.sin(3 * X[:, 0]) + X[:, 1] + 0.3 * np.random.default_rng(
+            1).standard_normal(1000)
+    expected = "heteroscedastic" if varying else "homoscedastic"
+    auto = GGNScoreRegressor(random_state=0).fit(X, y)
+    fixed = GGNScoreRegressor(random_state=0, noise=expected).fit(X, y)
+    assert auto.noise == "auto" and auto.noise_ == expected
+    np.testing.assert_array_equal(auto.predict(X[:50], return_std=True)[1],
+                                  fixed.predict(X[:50], return_std=True)[1])
+    scores = auto.noise_scores_
+    assert max(scores, key=scores.get) == expected
+    assert fixed.noise_ == expected
+    assert (fixed.noise_scores_ is None) == (expected == "homoscedastic")
+    assert (auto.noise_model_ is None) == (expected == "homoscedastic")
+
+
+def test_auto_noise_without_rows_to_hold_out_is_one_variance():
+    X, y, _ = _heteroscedastic(40, 0)
+    w = np.zeros(40)
+    w[0] = 1.0
+    reg = GGNScoreRegressor(n_hidden=5, max_iter=5, random_state=0,
+                            tau=0.1).fit(X, y, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        reg.predict(X[:3], return_std=True)
+    assert reg.noise_ == "homoscedastic" and reg.noise_scores_ is None
+
+
+def test_noise_networks_take_a_bounded_subsample_of_the_rows(monkeypatch):
+    """Beyond ``MAX_ROWS`` training rows the leverages and the noise
+    networks are computed on a random subsample of that many rows (two
+    folds of half of them); below it on all rows."""
+    from sklearn_ggn import _noise
+
+    X, y, _ = _heteroscedastic(300, 0)
+    seen = []
+    fit = _noise.noise_network
+
+    def recording(estimator, X, squares, sample_weight, seed):
+        seen.append(X.shape[0])
+        return fit(estimator, X, squares, sample_weight, seed)
+
+    monkeypatch.setattr(_noise, "noise_network", recording)
+    for cap, rows in ((1000, 300), (200, 200)):
+        monkeypatch.setattr(_noise, "MAX_ROWS", cap)
+        seen.clear()
+        reg = GGNScoreRegressor(n_hidden=10, max_iter=5, random_state=0,
+                                noise="heteroscedastic").fit(X, y)
+        reg.predict(X[:2], return_std=True)
+        assert sorted(seen) == [rows // 2, rows // 2]
