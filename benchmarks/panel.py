@@ -376,10 +376,14 @@ def fit_and_score(kind, task, seed, data, ggn_params):
     """One timed fit: dict with score, time, warnings and flags."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from threadpoolctl import threadpool_limits
+
     X_tr, y_tr, X_te, y_te = data
     regression = is_regression(task)
     model = make_model(kind, regression, seed, ggn_params, task)
-    with warnings.catch_warnings(record=True) as caught:
+    # (limits again: a library loaded since the run's limits were set, as
+    # HistGradientBoosting's OpenMP runtime, would else take every core)
+    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         model.fit(X_tr, y_tr)
