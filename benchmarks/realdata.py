@@ -32,17 +32,40 @@ every model gets ``random_state=seed``. One BLAS thread for every model,
 after an untimed warm-up of the package's kernels. The score is accuracy
 or R².
 
-Per task: medians over seeds of score and fit time, the worst seed's
-GGN-SCORE − MLP score, the median of the per-seed time ratios, and the
-geometric mean of those ratios over tasks. ``results/realdata_<label>.md``
-and ``.json`` keep the tables; ``--ggn-params '{"tau": 1e-4}'`` gives the
-rule of 0.8.0 on these tables (all of their fits take mini-batches).
+``realmlp`` (in ``--models``; in the default list when a Python with torch
+and pytabkit is named by ``--realmlp-python PATH`` or
+``SKLEARN_GGN_REALMLP_PYTHON``, else skipped with a note) is RealMLP-TD,
+pytabkit's ``RealMLP_TD_Classifier`` / ``RealMLP_TD_Regressor`` with its
+tuned defaults, CPU, one torch thread, ``random_state=seed``, fitted as its
+authors recommend: not in the ColumnTransformer but on the table itself,
+the numeric columns raw (it median-centres, robust-scales and smooth-clips
+them) and the categorical ones named in ``cat_col_names`` (one-hot up to 9
+levels, embeddings above), y as it is (the regressor standardizes it). It
+runs in that other Python (:mod:`._realmlp`: one long-lived process for the
+run, arrays through a temporary ``.npz``); its fit time is measured inside
+that process, after untimed warm-up fits there. ``--realmlp-seeds`` fits it
+on fewer seeds than the other models.
+
+Per task: means over seeds of the scores, medians of fit times, the worst
+seed's GGN-SCORE − MLP score, the median of the per-seed time ratios
+GGN-SCORE / MLP and GGN-SCORE / RealMLP-TD, and the geometric mean of those
+ratios over tasks; how many tasks have GGN-SCORE's mean score within 0.005
+accuracy / 0.01 R² of HistGradientBoosting's and of RealMLP-TD's (or above
+it, on the seeds the peer was fitted on). ``results/realdata_<label>.md``
+and ``.json`` (``--json PATH``: elsewhere) keep the tables and every fit;
+``--peer-results FILE.json`` reuses an earlier run's ``realmlp`` / ``hgb`` /
+``mlp`` fits (``--reuse`` picks which) of the same table, seed and test
+split, and the page names that run's date and load (same-run timing is the
+default). ``--ggn-params '{"tau": 1e-4}'`` gives the rule of 0.8.0 on these
+tables (all of their fits take mini-batches).
 
 Run from the repository root::
 
     python -m benchmarks.realdata                 # the choice set, seeds 0 1 2
     python -m benchmarks.realdata --set holdout
     python -m benchmarks.realdata --tasks Hdma Wages --seeds 0
+    python -m benchmarks.realdata --set holdout --models ggn mlp hgb realmlp \\
+        --realmlp-python PATH
 """
 
 import argparse
