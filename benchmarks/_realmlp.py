@@ -160,8 +160,11 @@ def _fit_job(job, count):
         model.fit(X_tr, arrays["y_tr"], cat_col_names=cats)
         fit_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
         pred = model.predict(X_te)
+    pred = np.asarray(pred)
+    if pred.dtype == object:  # (class labels given as strings come back so)
+        pred = pred.astype(str)
     out = job["path"] + f".out{count}.npz"
-    np.savez(out, pred=np.asarray(pred))
+    np.savez(out, pred=pred)
     return {"ok": True, "fit_s": fit_s, "cpu_s": cpu_s, "out": out,
             "job": count}
 

