@@ -337,7 +337,8 @@ def _report(raw, cases, mode):
     lines = [
         f"pendigits ({subsample}, features / 100), GGNScoreClassifier("
         f"n_hidden={cfg['n_hidden']}, max_iter={cfg['epochs']} epoch(s), "
-        "batch_size='auto' = 25, random_state=0); grid "
+        "batch_size='auto': a full batch up to 512 rows, else 128, "
+        "random_state=0); grid "
         f"{len(cfg['grid']['mu'])} × {len(cfg['grid']['tau'])}: mu = c·√n, "
         f"c in geomspace(1e-2, 1e2) ({mus}), "
         "tau in geomspace(1e-6, 1e-2); cv = 3 stratified shuffled folds; "

@@ -22,7 +22,7 @@ error (15 equal-width bins of the top-class confidence), 80/20 stratified
 splits.
 
 Figures: the metrics per data set, a 1-D regression with its 95 % interval
-(``uncertainty_intervals_<mode>.png``, the README's picture), a reliability
+(``uncertainty_intervals_<mode>.png``), a reliability
 diagram and the log evidence ``log_marginal_likelihood_`` of fits over a τ
 grid beside the GCV curve of ``tau="auto"``.
 
