@@ -22,7 +22,7 @@ from sklearn.utils.validation import _check_sample_weight
 from . import _advice, _config, _plan, _watch
 from ._activations import ACTIVATIONS
 from ._inputs import (
-    AUTO_MAP_FALLBACK,
+    AUTO_MAP_CANDIDATES,
     INPUT_MAPS,
     Identity,
     input_map_name,
@@ -410,7 +410,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         ``"robust_clip"`` (a fit without a watch)."""
         if self.input_transform != "auto":
             return self.input_transform
-        return self.__dict__.get("_map_candidate", AUTO_MAP_FALLBACK)
+        return self.__dict__.get("_map_candidate", AUTO_MAP_CANDIDATES[0])
 
     def _fitted_input_map(self, n_features):
         """The fitted ``input_map_``; the identity of ``n_features`` columns

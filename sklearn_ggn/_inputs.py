@@ -823,12 +823,9 @@ INPUT_MAPS = {"robust_clip": RobustClip, "robust_clip+ple": PiecewiseLinear}
 _MAP_CLASSES = {cls.__name__: cls
                 for cls in (Identity, RobustClip, PiecewiseLinear)}
 # the maps ``input_transform="auto"`` chooses from on the overfitting watch's
-# held-out rows (the first wins ties), and its map of a fit without a watch
+# held-out rows; the first, the plainest, wins ties and maps a fit without
+# a watch
 AUTO_MAP_CANDIDATES = ("robust_clip", "robust_clip+ple")
-AUTO_MAP_FALLBACK = "robust_clip"
-# standard errors of the paired held-out difference by which a later
-# candidate must lower the risk to be chosen (one-sided, about 2.3 %)
-AUTO_MAP_Z = 2.0
 
 
 def input_map_name(input_map):

@@ -29,8 +29,13 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _plan
 from ._plan import Phase
-from ._inputs import AUTO_MAP_CANDIDATES, AUTO_MAP_Z
+from ._inputs import AUTO_MAP_CANDIDATES
 from .engine import OverfittingWatch
+
+# standard errors of the paired held-out difference by which a later map of
+# ``input_transform="auto"`` must lower the risk to be chosen (one-sided,
+# about 2.3 %)
+AUTO_MAP_Z = 2.0
 
 
 def split(est, data, sample_weight, watch):
@@ -127,29 +132,31 @@ def _choose_map(est, watch, watch_phase, held_out, val_weight):
     noise); a diverged phase never wins. The estimator is left as the
     winner's phase left it. ``risks``: the candidates' final held-out
     risks, or None without ``"auto"``."""
-    candidates = (AUTO_MAP_CANDIDATES if est.input_transform == "auto"
-                  else (None,))
+    if est.input_transform != "auto":
+        rule = _watch_rule(watch)
+        return rule, watch_phase(rule), None
     best, risks = None, {}
-    for name in candidates:
-        if name is not None:
-            est._map_candidate = name
-        rule = OverfittingWatch(watch.epochs, watch.longest, watch.rise,
-                                watch.gap, watch.patience)
+    for name in AUTO_MAP_CANDIDATES:
+        est._map_candidate = name
+        rule = _watch_rule(watch)
         status = watch_phase(rule)
-        curve = est.history_.get("validation_risk") or [np.inf]
-        risks[name] = float(curve[-1]) if status != "diverged" else np.inf
-        if len(candidates) == 1:
-            best = (None, rule, status, est.__dict__)
-            break
-        rows = (row_risks(est, held_out) if status != "diverged"
-                else np.full(held_out.X.shape[0], np.inf))
+        diverged = status == "diverged"
+        risks[name] = np.inf if diverged else float(
+            (est.history_.get("validation_risk") or [np.inf])[-1])
+        rows = (np.full(held_out.X.shape[0], np.inf) if diverged
+                else row_risks(est, held_out))
         if best is None or _lower(rows, best[0], val_weight):
             best = (rows, rule, status, est.__dict__.copy())
     _, rule, status, state = best
-    if state is not est.__dict__:
-        est.__dict__.clear()
-        est.__dict__.update(state)
-    return rule, status, (None if candidates == (None,) else risks)
+    est.__dict__.clear()
+    est.__dict__.update(state)
+    return rule, status, risks
+
+
+def _watch_rule(watch):
+    """A fresh :class:`OverfittingWatch` of the plan's ``watch``."""
+    return OverfittingWatch(watch.epochs, watch.longest, watch.rise,
+                            watch.gap, watch.patience)
 
 
 def row_risks(est, rows):
