@@ -87,9 +87,8 @@ def _log_likelihood(squares, variance, sample_weight):
 def cross_fit(estimator, X, squares, sample_weight, folds, seed):
     """``(scores, models)``: the noise networks of the folds of the rows
     (``folds``, each row's fold), each fitted to the other folds' squares,
-    and the
-    mean held-out log-likelihood per row and output of the corrected
-    residuals under each noise, ``{"homoscedastic": ...,
+    and the mean held-out log-likelihood per row and output of the
+    corrected residuals under each noise, ``{"homoscedastic": ...,
     "heteroscedastic": ...}``: each fold's squares scored by the variance
     fitted to the other folds, one value shared by all outputs (their
     weighted mean square, as σ̂² is shared) or the fold's network."""
