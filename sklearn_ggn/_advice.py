@@ -146,12 +146,15 @@ def _not_learned_advice(est, problem, steps, shrink, penalty0, baseline,
                    "(tau='auto', or search np.logspace(-5, -1, 5))."))
     path = getattr(est, "tau_path_", None)
     if path is not None and (shrink < COLLAPSED_NORM or max(steps) < TINY_STEP):
-        criterion = {"gcv": "generalized cross-validation",
-                     "evidence": "the marginal likelihood"}.get(
-                         path.get("criterion"), "its criterion")
+        how = ({"gcv": "generalized cross-validation"}.get(
+            path.get("criterion"), "its criterion")
+            + " of the problem linearized at the initial weights")
+        climb = path.get("evidence_path")
+        if climb is not None and climb["chosen"] != 0:
+            how = ("the Laplace evidence of the fitted network, climbing from "
+                   "the τ of " + how)
         return (f"tau={est.tau!r} chose τ = {problem.tau:.3g} by "
-                f"{criterion} of the problem "
-                "linearized at the initial weights: the criterion finds the "
+                f"{how}: the criterion finds the "
                 "signal too weak for the network to beat a constant "
                 f"prediction, and the weights shrank to {shrink:.2g} of their "
                 "initial norm. If you expect signal, compare smaller fixed "

@@ -29,13 +29,13 @@ from ._inputs import (
     input_map_from_statistics,
     make_input_map,
 )
-from ._monitor import Monitor, Records
+from ._monitor import Monitor, Records, Solved
 from ._network import TwoLayerNetwork
 from ._persistence import PersistenceMixin
 from ._plan import Phase
 from ._posterior import PosteriorMixin, fitting_posterior, posterior_cache
 from ._regularizers import REGULARIZERS
-from ._tau import select_tau
+from ._tau import criterion_tau
 from .engine import (
     AdaptiveStepSize,
     ArmijoLineSearch,
@@ -283,13 +283,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             return self.tau_, self.tau_path_
         probe = Problem(network, self._loss_object(), regularizer, plan.tau, X, Y,
                         sample_weight, regularized=False)
-        # a copy: the subsample (more than MAX_GRAM_ROWS rows) does not move
-        # the estimator's random stream
-        tau, path = select_tau(probe, theta0, copy.deepcopy(rng),
-                               criterion=plan.tau_criterion,
-                               response="parameters", tau_min=_plan.AUTO_TAU_MIN)
-        path.update(criterion=plan.tau_criterion, tau_min=_plan.AUTO_TAU_MIN)
-        return (plan.tau if tau is None else tau), path
+        return criterion_tau(probe, theta0, rng, plan.tau_criterion, plan.tau)
 
     # --------------------------------------------------------------- helpers
     def _network(self, n_features, n_outputs):
@@ -745,25 +739,25 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
         if not incremental or first_call:
             _advice.check_width(self, network, self._step_structure(Y.shape[1]),
                                 X.shape[0], plan.batch_size)
-        problem = Problem(network, self._loss_object(), regularizer, tau, X, Y,
-                          sample_weight, regularized=self.solver != "gd", Xa=Xa)
+        monitor_args = (validation, callback_rows, dtype,
+                        {**target_attributes, **inputs,
+                         "_posterior_cache": fitting_posterior()})
+
+        def run(tau, start):
+            """One solve at τ from ``start`` (θ0 when None)."""
+            problem = Problem(network, self._loss_object(), regularizer, tau, X,
+                              Y, sample_weight, regularized=self.solver != "gd",
+                              Xa=Xa)
+            return self._one_solve(problem, plan, phase, reuse, theta0, start, rng,
+                                   monitor_args)
+
+        solved = run(tau, None)
+        if plan.evidence_path and fresh_start and not plan.early_stopping:
+            solved = self._climb_evidence(run, solved, network, (X, Y, sample_weight),
+                                          fitted)
+        problem, records, early, monitor, result, batch_size = solved
         penalty0 = float(problem.regularization(theta0)) if problem.regularized \
             else 0.0
-        records = Records(self, reuse, plan.early_stopping)
-        early = (EarlyStopping(self.tol, self.n_iter_no_change, theta0,
-                               records.best_validation_score,
-                               records.validation_scores)
-                 if plan.early_stopping else None)
-        rules = (early,) if early else (phase.watch,) if phase.watch else ()
-        solver = self._make_solver(problem, plan, rules)
-        # (callbacks reconstruct weights and input/target maps, no posterior)
-        monitor = Monitor(self, network, problem.loss, validation, records, theta0,
-                          solver.max_iter, callback_rows, dtype,
-                          {**target_attributes, **inputs,
-                           "_posterior_cache": fitting_posterior()})
-        result = solver.solve(problem, theta0, rng, monitor,
-                              self._continued_state(records, tau),
-                              time_offset=records.elapsed)
         theta = early.best_theta if early else result.theta
         monitor.close(result, theta)
         _advice.check_finite(problem, result, theta)
@@ -771,7 +765,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                       **self._solved_attributes(network, problem, X, result,
                                                 theta, dtype, rng, incremental,
                                                 target_attributes, given),
-                      batch_size_=solver.batching.batch_size)
+                      batch_size_=batch_size)
         if not network.fit_intercept:  # (no intercepts of an earlier fit)
             for name in ("hidden_intercept_", "output_intercept_"):
                 self.__dict__.pop(name, None)
@@ -785,6 +779,25 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
             _advice.check_learned(self, problem, result, unscaled, x_max, penalty0,
                                   theta0, theta)
         return result.status
+
+    def _one_solve(self, problem, plan, phase, reuse, theta0, start, rng, monitor_args):
+        """One solve of ``problem`` from ``start`` (θ0 if None): a ``Solved``."""
+        validation, callback_rows, dtype, inputs = monitor_args
+        records = Records(self, reuse, plan.early_stopping)
+        early = (EarlyStopping(self.tol, self.n_iter_no_change, theta0,
+                               records.best_validation_score,
+                               records.validation_scores)
+                 if plan.early_stopping else None)
+        rules = (early,) if early else (phase.watch,) if phase.watch else ()
+        solver = self._make_solver(problem, plan, rules)
+        # (callbacks reconstruct weights and input/target maps, no posterior)
+        monitor = Monitor(self, problem.network, problem.loss, validation, records,
+                          theta0, solver.max_iter, callback_rows, dtype, inputs)
+        result = solver.solve(problem, theta0 if start is None else start, rng,
+                              monitor, self._continued_state(records, problem.tau),
+                              time_offset=records.elapsed)
+        return Solved(problem, records, early, monitor, result,
+                      solver.batching.batch_size)
 
     def _continued_state(self, records, tau):
         """A copy of the solver's state that the solve continues, or None."""

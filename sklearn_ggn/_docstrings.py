@@ -37,11 +37,14 @@ PARAMETERS = """
         the squared-error regressor refines by the generalized
         cross-validation of the problem linearized at the initial weights
         (``tau_path_``); sample weights count as rows. ``"evidence"``: as
-        ``"auto"``, the marginal likelihood in place of GCV (so it selects
-        only where GCV would: the squared-error regressor in full batch;
-        elsewhere it is ``"auto"``'s rule and ``tau_path_`` is None). The
-        value used is ``tau_``. Typical range 1e-6 to 1e-1. See
-        :ref:`default-tau`.
+        ``"auto"``, then, where ``"auto"`` uses GCV, the fit climbs the
+        Laplace evidence of the *fitted* network from GCV's τ, refitting
+        at τ·√10 (or τ/√10) warm-started while the evidence rises
+        (``tau_path_["evidence_path"]``): a better mean on small noisy
+        tables at a few times the fit's time (fresh fits without
+        ``early_stopping=True`` or scikit-learn callbacks; elsewhere it is
+        ``"auto"``). The value used is ``tau_``. Typical range 1e-6 to 1e-1.
+        See :ref:`default-tau`.
 
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
@@ -300,7 +303,13 @@ ATTRIBUTES = """
         When τ was chosen by a criterion: the grid ``"tau"`` and over it
         ``"gcv"``, ``"loo"``, ``"dof"`` and ``"evidence"`` (arrays),
         ``"n_rows"``, ``"criterion"`` and ``"tau_min"``; e.g.
-        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. None otherwise.
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. With
+        ``tau="evidence"`` also ``"evidence_path"``: the τ of each fit of
+        the path in the order fitted (``"tau"``), the log evidence at its
+        fitted weights in the units the network is trained in
+        (``"log_evidence"``), its iterations (``"n_iter"``) and the index of
+        the fit kept (``"chosen"``; ``n_iter_`` and ``loss_curve_`` are that
+        fit's). None otherwise.
 
     uncertainty_ : str or None
         The structure of the Laplace posterior (``"dual"``, ``"primal"`` or

@@ -2,9 +2,23 @@
 across warm starts, the validation risk and score, ``verbose`` lines and
 scikit-learn's callbacks."""
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ._kernels import normalized_weights
+
+
+class Solved(NamedTuple):
+    """One solve of :meth:`BaseGGNScore._solve`: its problem, records,
+    early-stopping rule (or None), monitor and the engine's result."""
+
+    problem: object
+    records: object
+    early: object
+    monitor: object
+    result: object
+    batch_size: int
 
 
 class Records:

@@ -152,8 +152,12 @@ class FitPlan(NamedTuple):
     tau : float
         τ, or where ``tau_rule="select"`` the value the criterion starts
         from (and falls back to).
-    tau_criterion : {"gcv", "evidence"} or None
+    tau_criterion : {"gcv"} or None
         The criterion of ``tau_rule="select"``.
+    evidence_path : bool
+        ``tau="evidence"`` where τ is selected: from the criterion's τ the
+        fit climbs the Laplace evidence of the fitted network
+        (:func:`sklearn_ggn._tau.evidence_path`).
     mu : float
         The regularizer's smoothing μ.
     damping : str or float
@@ -193,6 +197,7 @@ class FitPlan(NamedTuple):
     tau_rule: str
     tau: float
     tau_criterion: object
+    evidence_path: bool
     mu: float
     damping: object
     damping_start: float
@@ -284,9 +289,7 @@ def _tau(params, tau_rule, data, train_weight):
     if tau_rule == "mini_batch":
         return (AUTO_TAU_MINI_BATCH if data.incremental
                 else mini_batch_tau(data.rows_weight)), None
-    criterion = None
-    if tau_rule == "select":
-        criterion = "evidence" if params["tau"] == "evidence" else AUTO_TAU_CRITERION
+    criterion = AUTO_TAU_CRITERION if tau_rule == "select" else None
     return rule_tau(train_weight), criterion
 
 
@@ -373,7 +376,8 @@ def plan_fit(params, data, *, warn=True):
     return FitPlan(
         batch_size=batch_size, merge_short=params["batch_size"] == "auto",
         full_batch=full_batch, work_dtype=work_dtype,
-        tau_rule=tau_rule, tau=tau, tau_criterion=criterion, mu=mu,
+        tau_rule=tau_rule, tau=tau, tau_criterion=criterion,
+        evidence_path=tau_rule == "select" and params["tau"] == "evidence", mu=mu,
         damping=params["damping"], damping_start=rule_tau(train_weight),
         curvature=curvature, hessian=hessian, structured=structured,
         line_search=bool(line_search),

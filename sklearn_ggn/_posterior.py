@@ -242,6 +242,51 @@ class PosteriorMixin:
             network, X, Y, sample_weight, theta, posterior))
         return attributes
 
+    def _climb_evidence(self, run, solved, network, rows, fitted):
+        """``tau="evidence"``: from the solve at the criterion's τ, climb the
+        Laplace evidence of the fitted network (:func:`~sklearn_ggn._tau.
+        evidence_path`, ``run(tau, theta_start)`` solving); the solve kept,
+        with ``tau_`` and ``tau_path_["evidence_path"]`` set in ``fitted``.
+        A fit with scikit-learn callbacks (whose context is one fit) keeps
+        the criterion's solve."""
+        from ._tau import evidence_path
+
+        if self.__dict__.get("_skl_callbacks"):
+            return solved
+        X, Y, sample_weight = rows
+        solved, fitted["tau_path_"]["evidence_path"] = evidence_path(
+            run, lambda s: self._fitted_evidence(network, X, Y, sample_weight,
+                                                 s.problem.tau, s.result),
+            solved, self.verbose)
+        fitted["tau_"] = solved.problem.tau
+        return solved
+
+    def _fitted_evidence(self, network, X, Y, sample_weight, tau, result):
+        """The log evidence of the Laplace posterior at a solve's θ on all
+        rows, in the units the network is trained in, with the structure
+        ``uncertainty="auto"`` chooses (whatever ``uncertainty`` says:
+        ``tau="auto"``'s choice does not depend on it); ``-inf`` for a solve
+        that diverged or a posterior that cannot be factorized."""
+        from . import _laplace
+
+        if result.status == "diverged" or not np.all(np.isfinite(result.theta)):
+            return -np.inf
+        problem = Problem(network, self._loss_object(), self._regularizer_object(),
+                          tau, X.astype(np.float64, copy=False),
+                          Y.astype(np.float64, copy=False),
+                          sample_weight.astype(np.float64, copy=False))
+        theta = result.theta.astype(np.float64)
+        try:
+            structure = _laplace.choose_structure(
+                "auto", network, int(np.count_nonzero(sample_weight > 0)),
+                sp.issparse(X))
+            posterior = _laplace.fit_posterior(problem, theta, structure,
+                                               self._posterior_prior_scale)
+        except (StepFailure, MemoryError):
+            return -np.inf
+        log_z = _laplace.log_evidence(problem, theta, posterior)[0]
+        return log_z if np.isfinite(log_z) else -np.inf
+
     def _noise_model_attributes(self, network, X, Y, sample_weight, theta,
                                 posterior):
         """The posterior's model of the noise (the regressor's

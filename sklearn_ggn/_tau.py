@@ -30,15 +30,27 @@ residual ``(I − S) z``:
 
 The Gram is the engine's dual Gram at ``damping = 1``
 (``D = 1/ḡ''(θ)``), with the sample weights normalized over the rows used.
+
+The criterion sees the network linearized at its initial weights only. The
+fit then climbs the Laplace evidence of the *fitted* network
+(:func:`evidence_path`): from the criterion's τ it refits at τ·√10 (or
+τ/√10), each fit warm-started from the best so far, while the evidence at
+the fitted weights rises.
 """
 
+import copy
+
 import numpy as np
+
+from ._plan import AUTO_TAU_MIN
 
 # The τ grid of the criterion: log-spaced, both ends included.
 TAU_GRID = np.logspace(-6, 0, 25)
 # Rows × outputs of the Gram: a subsample of at most this many (its
 # eigendecomposition costs m³: ~0.3 s for m = 1024 on one core).
 MAX_GRAM_ROWS = 1024
+# The evidence path's step: a half decade
+PATH_STEP = 10.0 ** 0.5
 
 
 def smoother_criteria(G, z, taus, n_entries=None):
@@ -170,3 +182,75 @@ def select_tau(problem, theta, rng, criterion="gcv", taus=TAU_GRID,
             1e-12 * np.abs(values[finite]).max()):
         return None, path
     return float(taus[int(np.argmin(values))]), path
+
+
+def criterion_tau(probe, theta0, rng, criterion, fallback):
+    """``(τ, tau_path_)`` of ``tau="auto"`` in full batch: the τ ≥
+    ``AUTO_TAU_MIN`` of :data:`TAU_GRID` minimizing ``criterion`` on
+    ``probe`` (the training problem) linearized at θ0, the ridge on θ
+    itself; ``fallback`` when the criterion cannot choose."""
+    # a copy: the subsample (more than MAX_GRAM_ROWS rows) does not move
+    # the estimator's random stream
+    tau, path = select_tau(probe, theta0, copy.deepcopy(rng), criterion=criterion,
+                           response="parameters", tau_min=AUTO_TAU_MIN)
+    path.update(criterion=criterion, tau_min=AUTO_TAU_MIN)
+    return (fallback if tau is None else tau), path
+
+
+def evidence_path(solve, log_evidence, start, verbose=False,
+                  lowest=TAU_GRID[0], highest=TAU_GRID[-1], step=PATH_STEP):
+    """Climb the evidence of the fitted network from the solve ``start``.
+
+    From ``start``'s τ the path multiplies τ by ``step`` while the log
+    evidence at the fitted weights rises, each solve warm-started from the
+    best one so far; when the first step up does not raise it, the path
+    divides by ``step`` instead. It stops at the first solve that does not
+    raise the evidence, or at ``lowest``/``highest``.
+
+    Parameters
+    ----------
+    solve : callable
+        ``solve(tau, theta_start)``, a solve with ``.problem.tau`` and
+        ``.result`` (``.theta``, ``.history``).
+    log_evidence : callable
+        ``log_evidence(solved)``: a float, ``-inf`` where there is none.
+    start : object
+        The solve at the criterion's τ (from the initial weights).
+    verbose : bool, default=False
+        Print a line per solve.
+    lowest, highest : float
+        The range of τ the path may visit.
+    step : float, default=PATH_STEP
+
+    Returns
+    -------
+    best : object
+        The solve of highest evidence (``start`` when no other is higher).
+    path : dict
+        ``"tau"``, ``"log_evidence"`` and ``"n_iter"`` of every solve, in
+        the order solved, and ``"chosen"``, the index of ``best``.
+    """
+    best, best_value = start, log_evidence(start)
+    taus, values, iters = [start.problem.tau], [best_value], [len(start.result.history)]
+    chosen = 0
+    if np.isfinite(best_value):
+        for factor in (step, 1.0 / step):
+            tau, moved = start.problem.tau * factor, False
+            while lowest * (1 - 1e-9) <= tau <= highest * (1 + 1e-9):
+                trial = solve(tau, best.result.theta)
+                value = log_evidence(trial)
+                taus.append(tau)
+                values.append(value)
+                iters.append(len(trial.result.history))
+                if verbose:
+                    print(f"tau={tau:.3g}: log evidence {value:.6g} "
+                          f"({iters[-1]} iterations)")
+                if not value > best_value:
+                    break
+                best, best_value, moved = trial, value, True
+                chosen = len(taus) - 1
+                tau *= factor
+            if moved:
+                break
+    return best, {"tau": np.array(taus), "log_evidence": np.array(values),
+                  "n_iter": np.array(iters), "chosen": chosen}

@@ -247,7 +247,7 @@ def test_auto_structure_follows_the_cost_model():
 
 
 def test_linearized_evidence_criterion_matches_dense_likelihood():
-    """The "evidence" curve of tau="evidence" is the profiled Gaussian
+    """The "evidence" curve of the τ criterion is the profiled Gaussian
     negative log marginal likelihood per entry, up to its constant."""
     rng = np.random.default_rng(0)
     F = rng.standard_normal((12, 30))
@@ -262,17 +262,6 @@ def test_linearized_evidence_criterion_matches_dense_likelihood():
                      + z @ np.linalg.solve(c * C, z))
         np.testing.assert_allclose(value, nll / 12 - 0.5 * np.log(2 * np.pi) - 0.5,
                                    rtol=1e-10)
-
-
-def test_tau_evidence_chooses_from_its_curve():
-    X, y, _ = _data(m=60)
-    reg = GGNScoreRegressor(n_hidden=10, tau="evidence", max_iter=3,
-                            random_state=0).fit(X, y)
-    path = reg.tau_path_
-    assert path["criterion"] == "evidence"
-    allowed = path["tau"] >= path["tau_min"]
-    best = path["tau"][allowed][np.argmin(path["evidence"][allowed])]
-    assert reg.tau_ == best
 
 
 def _classifier_reference(clf, X, y, X_test, last_layer=False):

@@ -711,6 +711,8 @@ _CONFIGS = [
     GGNScoreRegressor(input_transform="robust_clip+ple", **_SMALL),
     GGNScoreClassifier(input_transform="robust_clip+ple", **_SMALL),
     GGNScoreClassifier(input_transform="auto", **_SMALL),
+    # τ by the evidence path of full-batch refits
+    GGNScoreRegressor(tau="evidence", **_SMALL),
 ]
 
 # Not a bug: with a held-out split or mini-batches, a row of weight 2 and the

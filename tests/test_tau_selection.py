@@ -295,3 +295,91 @@ def test_every_phase_of_the_watch_takes_one_tau(monkeypatch):
                                     early_stopping=False), X, y, sample_weight=w)
     assert seen[0] == seen[1] == seen[2] == auto.tau_ == plain.tau_
     assert auto.tau_ == pytest.approx(1 / 270, rel=1e-6)
+
+
+class _Solve:
+    """A stand-in solve for :func:`evidence_path`: its τ, θ and history."""
+
+    def __init__(self, tau, theta, n_iter):
+        self.problem = type("P", (), {"tau": tau})()
+        self.result = type("R", (), {"theta": theta, "history": [{}] * n_iter})()
+
+
+@pytest.mark.parametrize("peak, expected", [
+    (1e-2, [1e-3, 10 ** -2.5, 1e-2, 10 ** -1.5]),   # climbs up, one past the peak
+    (1e-4, [1e-3, 10 ** -2.5, 10 ** -3.5, 1e-4, 10 ** -4.5]),  # up fails: down
+    (1e-3, [1e-3, 10 ** -2.5, 10 ** -3.5]),          # the start is the peak
+    (10.0, [1e-3, 10 ** -2.5, 1e-2, 10 ** -1.5, 1e-1, 10 ** -0.5, 1.0]),  # the end
+])
+def test_evidence_path_climbs_to_the_peak_with_warm_starts(peak, expected):
+    from sklearn_ggn._tau import evidence_path
+
+    starts = []
+
+    def solve(tau, start):
+        starts.append(start)
+        return _Solve(tau, np.array([tau]), 3)
+
+    def log_evidence(solved):  # unimodal in log τ, highest at ``peak``
+        return -(np.log10(solved.problem.tau) - np.log10(peak)) ** 2
+
+    best, path = evidence_path(solve, log_evidence, _Solve(1e-3, np.array([1e-3]), 7))
+    np.testing.assert_allclose(path["tau"], expected, rtol=1e-12)
+    chosen = int(np.argmax(path["log_evidence"]))
+    assert path["chosen"] == chosen and best.problem.tau == path["tau"][chosen]
+    np.testing.assert_allclose(best.problem.tau, min(peak, 1.0), rtol=1e-12)
+    assert list(path["n_iter"]) == [7] + [3] * (len(expected) - 1)
+    # every solve is warm-started from the best fit before it
+    for k, start in enumerate(starts, start=1):
+        earlier = path["log_evidence"][:k]
+        assert start[0] == pytest.approx(path["tau"][int(np.argmax(earlier))])
+
+
+def test_evidence_path_keeps_the_start_without_an_evidence():
+    from sklearn_ggn._tau import evidence_path
+
+    start = _Solve(1e-3, np.zeros(1), 5)
+    best, path = evidence_path(lambda tau, theta: pytest.fail("no solve"),
+                               lambda s: -np.inf, start)
+    assert best is start and list(path["tau"]) == [1e-3] and path["chosen"] == 0
+
+
+def test_tau_evidence_climbs_the_evidence_of_the_fitted_network():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] + 0.8 * rng.standard_normal(150)
+    reg = _fit(GGNScoreRegressor(n_hidden=20, tau="evidence", random_state=0),
+               X, y)
+    path, climb = reg.tau_path_, reg.tau_path_["evidence_path"]
+    # it starts from GCV's τ and moves by half decades
+    allowed = path["tau"] >= path["tau_min"]
+    assert climb["tau"][0] == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
+    steps = np.abs(np.diff(np.log10(climb["tau"])))
+    assert np.all((np.isclose(steps, 0.5)) | np.isclose(steps, 1.0))
+    assert len(climb["tau"]) >= 2
+    # it keeps the fit of highest evidence, and that is the fitted model:
+    # its τ, iterations and the evidence of its posterior (in y's units the
+    # standardized targets' evidence less n log(scale))
+    chosen = climb["chosen"]
+    assert climb["log_evidence"][chosen] == np.max(climb["log_evidence"])
+    assert reg.tau_ == climb["tau"][chosen]
+    assert reg.n_iter_ == climb["n_iter"][chosen] == len(reg.loss_curve_)
+    in_y = climb["log_evidence"][chosen] - 150 * np.log(reg.target_scale_[0]
+                                                         if np.ndim(reg.target_scale_)
+                                                         else reg.target_scale_)
+    np.testing.assert_allclose(reg.log_marginal_likelihood_, in_y, rtol=1e-8)
+
+
+def test_tau_auto_and_early_stopping_take_no_evidence_path():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((120, 3))
+    y = X[:, 0] + 0.3 * rng.standard_normal(120)
+    auto = _fit(GGNScoreRegressor(n_hidden=8, random_state=0), X, y)
+    assert "evidence_path" not in auto.tau_path_
+    early = _fit(GGNScoreRegressor(n_hidden=8, tau="evidence", early_stopping=True,
+                                   random_state=0), X, y)
+    assert early.tau_path_ is None or "evidence_path" not in early.tau_path_
+    # mini-batches: "auto"'s rule, no criterion and no path
+    mini = _fit(GGNScoreRegressor(n_hidden=8, tau="evidence", batch_size=32,
+                                  max_iter=2), X, y)
+    assert mini.tau_path_ is None and mini.tau_ == 1 / 120
