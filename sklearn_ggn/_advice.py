@@ -142,7 +142,7 @@ def _not_learned_advice(est, problem, steps, shrink, penalty0, baseline,
                 + ("(search np.logspace(-5, -1, 5); tau='auto' weighs "
                    "sample_weight as repeated rows, so weights that sum "
                    "to few rows give a heavy penalty)."
-                   if est.tau in ("auto", "evidence") else
+                   if est.tau in ("auto", "evidence", "gcv") else
                    "(tau='auto', or search np.logspace(-5, -1, 5))."))
     path = getattr(est, "tau_path_", None)
     if path is not None and (shrink < COLLAPSED_NORM or max(steps) < TINY_STEP):

@@ -30,21 +30,22 @@ PARAMETERS = """
         with ``tau`` by ``GridSearchCV`` (e.g. ``0.1·√n`` to ``10·√n``).
         See :ref:`default-mu`.
 
-    tau : float, "auto" or "evidence", default="auto"
+    tau : float, "auto", "evidence" or "gcv", default="auto"
         Strength τ ≥ 0 of the penalty ``τ Σ ḡ_μ(θ_i)``. ``"auto"``:
         ``max(1e-4, 1/n_samples)`` on mini-batches (1e-4 for
         ``partial_fit``); in full batch ``min(0.01, 10/n_samples)``, which
-        the squared-error regressor refines by the generalized
-        cross-validation of the problem linearized at the initial weights
-        (``tau_path_``); sample weights count as rows. ``"evidence"``: as
-        ``"auto"``, then, where ``"auto"`` uses GCV, the fit climbs the
-        Laplace evidence of the *fitted* network from GCV's τ, refitting
-        at τ·√10 (or τ/√10) warm-started while the evidence rises
-        (``tau_path_["evidence_path"]``): a better mean on small noisy
-        tables at a few times the fit's time (fresh fits without
-        ``early_stopping=True`` or scikit-learn callbacks; elsewhere it is
-        ``"auto"``). The value used is ``tau_``. Typical range 1e-6 to 1e-1.
-        See :ref:`default-tau`.
+        the squared-error regressor refines in two stages (sample weights
+        count as rows): the generalized cross-validation (GCV) of the
+        problem linearized at the initial weights chooses a first τ
+        (``tau_path_``), then the fit climbs the Laplace evidence of the
+        *fitted* network from there, refitting at τ·√10 (or τ/√10)
+        warm-started while the evidence rises
+        (``tau_path_["evidence_path"]``; fresh fits that converged,
+        without ``early_stopping=True`` or scikit-learn callbacks).
+        ``"gcv"``: the first stage alone (one fit, a few times faster,
+        worse on small noisy tables). ``"evidence"``: the same as
+        ``"auto"``. The value used is ``tau_``. Typical range 1e-6 to
+        1e-1. See :ref:`default-tau`.
 
     step_size : float, default=0.95
         ᾱ in ``α = min(1, ᾱ / (1 + M_g η))``, in (0, 1].
@@ -303,8 +304,8 @@ ATTRIBUTES = """
         When τ was chosen by a criterion: the grid ``"tau"`` and over it
         ``"gcv"``, ``"loo"``, ``"dof"`` and ``"evidence"`` (arrays),
         ``"n_rows"``, ``"criterion"`` and ``"tau_min"``; e.g.
-        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. With
-        ``tau="evidence"`` also ``"evidence_path"``: the τ of each fit of
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. Unless
+        ``tau="gcv"``, also ``"evidence_path"``: the τ of each fit of
         the path in the order fitted (``"tau"``), the log evidence at its
         fitted weights in the units the network is trained in
         (``"log_evidence"``), its iterations (``"n_iter"``) and the index of

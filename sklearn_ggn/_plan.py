@@ -155,8 +155,8 @@ class FitPlan(NamedTuple):
     tau_criterion : {"gcv"} or None
         The criterion of ``tau_rule="select"``.
     evidence_path : bool
-        ``tau="evidence"`` where τ is selected: from the criterion's τ the
-        fit climbs the Laplace evidence of the fitted network
+        Where τ is selected, unless ``tau="gcv"``: from the criterion's τ
+        the fit climbs the Laplace evidence of the fitted network
         (:func:`sklearn_ggn._tau.evidence_path`).
     mu : float
         The regularizer's smoothing μ.
@@ -349,7 +349,7 @@ def plan_fit(params, data, *, warn=True):
     batch_size = batch_plan(params["batch_size"], n, data.n_outputs, structured,
                             data.full_batch_rows, incremental, warn)
     full_batch = batch_size >= n and not incremental
-    if params["tau"] not in ("auto", "evidence"):
+    if params["tau"] not in ("auto", "evidence", "gcv"):
         tau_rule = "given"
     elif not full_batch:
         tau_rule = "mini_batch"
@@ -377,7 +377,7 @@ def plan_fit(params, data, *, warn=True):
         batch_size=batch_size, merge_short=params["batch_size"] == "auto",
         full_batch=full_batch, work_dtype=work_dtype,
         tau_rule=tau_rule, tau=tau, tau_criterion=criterion,
-        evidence_path=tau_rule == "select" and params["tau"] == "evidence", mu=mu,
+        evidence_path=tau_rule == "select" and params["tau"] != "gcv", mu=mu,
         damping=params["damping"], damping_start=rule_tau(train_weight),
         curvature=curvature, hessian=hessian, structured=structured,
         line_search=bool(line_search),

@@ -243,15 +243,18 @@ class PosteriorMixin:
         return attributes
 
     def _climb_evidence(self, run, solved, network, rows, fitted):
-        """``tau="evidence"``: from the solve at the criterion's τ, climb the
+        """``tau="auto"``'s second stage: from the solve at GCV's τ, climb the
         Laplace evidence of the fitted network (:func:`~sklearn_ggn._tau.
         evidence_path`, ``run(tau, theta_start)`` solving); the solve kept,
         with ``tau_`` and ``tau_path_["evidence_path"]`` set in ``fitted``.
-        A fit with scikit-learn callbacks (whose context is one fit) keeps
-        the criterion's solve."""
+        A solve that did not reach its optimum (``max_iter``, a divergence,
+        the callback's stop: the evidence is that of an optimum) and a fit
+        with scikit-learn callbacks (whose context is one fit) keep the
+        criterion's solve."""
         from ._tau import evidence_path
 
-        if self.__dict__.get("_skl_callbacks"):
+        if (self.__dict__.get("_skl_callbacks")
+                or solved.result.status not in ("converged", "no_decrease")):
             return solved
         X, Y, sample_weight = rows
         solved, fitted["tau_path_"]["evidence_path"] = evidence_path(
@@ -264,9 +267,10 @@ class PosteriorMixin:
     def _fitted_evidence(self, network, X, Y, sample_weight, tau, result):
         """The log evidence of the Laplace posterior at a solve's θ on all
         rows, in the units the network is trained in, with the structure
-        ``uncertainty="auto"`` chooses (whatever ``uncertainty`` says:
-        ``tau="auto"``'s choice does not depend on it); ``-inf`` for a solve
-        that diverged or a posterior that cannot be factorized."""
+        ``uncertainty="auto"`` chooses for dense rows (whatever
+        ``uncertainty`` says, and the same for a sparse X as for its dense
+        copy: τ does not depend on either); ``-inf`` for a solve that
+        diverged or a posterior that cannot be factorized."""
         from . import _laplace
 
         if result.status == "diverged" or not np.all(np.isfinite(result.theta)):
@@ -278,8 +282,7 @@ class PosteriorMixin:
         theta = result.theta.astype(np.float64)
         try:
             structure = _laplace.choose_structure(
-                "auto", network, int(np.count_nonzero(sample_weight > 0)),
-                sp.issparse(X))
+                "auto", network, int(np.count_nonzero(sample_weight > 0)))
             posterior = _laplace.fit_posterior(problem, theta, structure,
                                                self._posterior_prior_scale)
         except (StepFailure, MemoryError):

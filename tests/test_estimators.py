@@ -712,12 +712,13 @@ def test_multilabel_classes_must_be_the_label_columns(classes):
 
 
 def test_a_tau_chosen_too_large_by_gcv_is_named_as_the_cause():
-    """A weak signal for which GCV picks a large τ: the weights collapse
-    and the warning names the criterion's choice, not the step."""
+    """A weak signal for which GCV (and the evidence after it) picks a large
+    τ: the weights collapse and the warning names the criterion's choice,
+    not the step."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((200, 1))
     y = 0.3 * x[:, 0] + rng.standard_normal(200)
-    with pytest.warns(ConvergenceWarning, match="by generalized "
+    with pytest.warns(ConvergenceWarning, match="generalized "
                       "cross-validation") as caught:
         reg = GGNScoreRegressor(random_state=0).fit(x, y)
     assert reg.tau_path_ is not None and reg.tau_ > 0.1

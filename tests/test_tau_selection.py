@@ -120,10 +120,11 @@ def test_auto_tau_is_chosen_in_full_batch_and_reported():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((120, 4))
     y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(120)
-    reg = _fit(GGNScoreRegressor(n_hidden=16, random_state=0), X, y)
+    reg = _fit(GGNScoreRegressor(n_hidden=16, tau="gcv", random_state=0), X, y)
     path = reg.tau_path_
     assert set(path) >= {"tau", "gcv", "loo", "dof", "n_rows", "criterion",
                          "tau_min"}
+    assert "evidence_path" not in path
     allowed = path["tau"] >= path["tau_min"]
     assert reg.tau_ == path["tau"][allowed][np.argmin(path["gcv"][allowed])]
     # the problem actually solved used it: the objective's penalty part
@@ -370,12 +371,31 @@ def test_tau_evidence_climbs_the_evidence_of_the_fitted_network():
     np.testing.assert_allclose(reg.log_marginal_likelihood_, in_y, rtol=1e-8)
 
 
-def test_tau_auto_and_early_stopping_take_no_evidence_path():
+def test_tau_auto_is_the_evidence_path_and_gcv_is_its_first_stage():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((120, 3))
     y = X[:, 0] + 0.3 * rng.standard_normal(120)
-    auto = _fit(GGNScoreRegressor(n_hidden=8, random_state=0), X, y)
-    assert "evidence_path" not in auto.tau_path_
+    kw = dict(n_hidden=8, random_state=0)
+    auto = _fit(GGNScoreRegressor(**kw), X, y)
+    evidence = _fit(GGNScoreRegressor(tau="evidence", **kw), X, y)
+    gcv = _fit(GGNScoreRegressor(tau="gcv", **kw), X, y)
+    assert auto.tau_ == evidence.tau_
+    np.testing.assert_array_equal(auto.predict(X), evidence.predict(X))
+    climb = auto.tau_path_["evidence_path"]
+    assert climb["tau"][0] == gcv.tau_ and "evidence_path" not in gcv.tau_path_
+    # here the evidence moves τ up from GCV's floor, and the fit is another
+    assert climb["chosen"] > 0 and auto.tau_ > gcv.tau_
+
+
+def test_early_stopping_and_mini_batches_take_no_evidence_path():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((120, 3))
+    y = X[:, 0] + 0.3 * rng.standard_normal(120)
+    # a first solve stopped by max_iter is no optimum to compare evidences at
+    short = _fit(GGNScoreRegressor(n_hidden=8, max_iter=3, random_state=0), X, y)
+    assert "evidence_path" not in short.tau_path_
+    assert short.tau_ == _fit(GGNScoreRegressor(n_hidden=8, max_iter=3, tau="gcv",
+                                                random_state=0), X, y).tau_
     early = _fit(GGNScoreRegressor(n_hidden=8, tau="evidence", early_stopping=True,
                                    random_state=0), X, y)
     assert early.tau_path_ is None or "evidence_path" not in early.tau_path_
