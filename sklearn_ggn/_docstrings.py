@@ -40,8 +40,9 @@ PARAMETERS = """
         (``tau_path_``), then the fit climbs the Laplace evidence of the
         *fitted* network from there, refitting at τ·√10 (or τ/√10)
         warm-started while the evidence rises
-        (``tau_path_["evidence_path"]``; fresh fits that converged,
-        without ``early_stopping=True`` or scikit-learn callbacks).
+        (``tau_path_["evidence_path"]``; within 1e-6 to 1; fresh fits
+        whose first solve converged, without ``early_stopping=True`` or
+        scikit-learn callbacks).
         ``"gcv"``: the first stage alone (one fit, a few times faster,
         worse on small noisy tables). ``"evidence"``: the same as
         ``"auto"``. The value used is ``tau_``. Typical range 1e-6 to
@@ -303,14 +304,17 @@ ATTRIBUTES = """
     tau_path_ : dict or None
         When τ was chosen by a criterion: the grid ``"tau"`` and over it
         ``"gcv"``, ``"loo"``, ``"dof"`` and ``"evidence"`` (arrays),
-        ``"n_rows"``, ``"criterion"`` and ``"tau_min"``; e.g.
-        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. Unless
-        ``tau="gcv"``, also ``"evidence_path"``: the τ of each fit of
-        the path in the order fitted (``"tau"``), the log evidence at its
-        fitted weights in the units the network is trained in
-        (``"log_evidence"``), its iterations (``"n_iter"``) and the index of
-        the fit kept (``"chosen"``; ``n_iter_`` and ``loss_curve_`` are that
-        fit's). None otherwise.
+        ``"n_rows"``, ``"criterion"`` and ``"tau_min"`` (the smallest τ the
+        criterion may choose; the evidence path may go below it); e.g.
+        ``plt.loglog(tau_path_["tau"], tau_path_["gcv"])``. When the
+        evidence path ran (see ``tau``), also ``"evidence_path"``: the τ of
+        each fit of the path in the order fitted (``"tau"``), the log
+        evidence at its fitted weights in the units the network is trained
+        in (``"log_evidence"``; ``-inf`` for a fit that diverged or whose
+        evidence says nothing), its iterations (``"n_iter"``) and the
+        index of the fit kept (``"chosen"``; ``n_iter_`` and ``loss_curve_``
+        are that fit's). A warm start that continues a fit keeps that fit's
+        τ and ``tau_path_``. None otherwise.
 
     uncertainty_ : str or None
         The structure of the Laplace posterior (``"dual"``, ``"primal"`` or

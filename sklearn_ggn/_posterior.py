@@ -247,10 +247,12 @@ class PosteriorMixin:
         Laplace evidence of the fitted network (:func:`~sklearn_ggn._tau.
         evidence_path`, ``run(tau, theta_start)`` solving); the solve kept,
         with ``tau_`` and ``tau_path_["evidence_path"]`` set in ``fitted``.
-        A solve that did not reach its optimum (``max_iter``, a divergence,
-        the callback's stop: the evidence is that of an optimum) and a fit
-        with scikit-learn callbacks (whose context is one fit) keep the
-        criterion's solve."""
+        The path starts only from a first solve that converged (one that
+        reached ``max_iter``, diverged or was stopped keeps the criterion's
+        solve, and a short ``max_iter`` costs no more fits); a fit with
+        scikit-learn callbacks (whose context is one fit) keeps it too. A
+        later solve that reaches ``max_iter`` competes with the evidence at
+        its last weights; kept, the fit warns as any fit at ``max_iter``."""
         from ._tau import evidence_path
 
         if (self.__dict__.get("_skl_callbacks")
@@ -270,10 +272,15 @@ class PosteriorMixin:
         ``uncertainty="auto"`` chooses for dense rows (whatever
         ``uncertainty`` says, and the same for a sparse X as for its dense
         copy: τ does not depend on either); ``-inf`` for a solve that
-        diverged or a posterior that cannot be factorized."""
+        diverged or was stopped, a posterior that cannot be factorized, or a
+        fit that spends all but one of its targets' degrees of freedom (its
+        noise variance, and so its evidence, says nothing: the warning of
+        ``noise_variance_``). A solve that reached ``max_iter`` is scored at
+        its last weights."""
         from . import _laplace
 
-        if result.status == "diverged" or not np.all(np.isfinite(result.theta)):
+        if (result.status in ("diverged", "stopped")
+                or not np.all(np.isfinite(result.theta))):
             return -np.inf
         problem = Problem(network, self._loss_object(), self._regularizer_object(),
                           tau, X.astype(np.float64, copy=False),
@@ -286,6 +293,9 @@ class PosteriorMixin:
             posterior = _laplace.fit_posterior(problem, theta, structure,
                                                self._posterior_prior_scale)
         except (StepFailure, MemoryError):
+            return -np.inf
+        targets = float(np.sum(sample_weight, dtype=np.float64)) * Y.shape[1]
+        if targets - posterior["dof"] < 1.0:
             return -np.inf
         log_z = _laplace.log_evidence(problem, theta, posterior)[0]
         return log_z if np.isfinite(log_z) else -np.inf

@@ -49,8 +49,8 @@ TAU_GRID = np.logspace(-6, 0, 25)
 # Rows × outputs of the Gram: a subsample of at most this many (its
 # eigendecomposition costs m³: ~0.3 s for m = 1024 on one core).
 MAX_GRAM_ROWS = 1024
-# The evidence path's step: a half decade
-PATH_STEP = 10.0 ** 0.5
+# The evidence path's step, in decades
+PATH_STEP_DECADES = 0.5
 
 
 def smoother_criteria(G, z, taus, n_entries=None):
@@ -198,13 +198,14 @@ def criterion_tau(probe, theta0, rng, criterion, fallback):
 
 
 def evidence_path(solve, log_evidence, start, verbose=False,
-                  lowest=TAU_GRID[0], highest=TAU_GRID[-1], step=PATH_STEP):
+                  lowest=TAU_GRID[0], highest=TAU_GRID[-1],
+                  decades=PATH_STEP_DECADES):
     """Climb the evidence of the fitted network from the solve ``start``.
 
-    From ``start``'s τ the path multiplies τ by ``step`` while the log
+    From ``start``'s τ the path moves τ up by ``decades`` while the log
     evidence at the fitted weights rises, each solve warm-started from the
     best one so far; when the first step up does not raise it, the path
-    divides by ``step`` instead. It stops at the first solve that does not
+    moves down instead. It stops at the first solve that does not
     raise the evidence, or at ``lowest``/``highest``.
 
     Parameters
@@ -220,7 +221,8 @@ def evidence_path(solve, log_evidence, start, verbose=False,
         Print a line per solve.
     lowest, highest : float
         The range of τ the path may visit.
-    step : float, default=PATH_STEP
+    decades : float, default=PATH_STEP_DECADES
+        The step in decades: the path's τ are ``τ0 · 10^(±k·decades)``.
 
     Returns
     -------
@@ -232,10 +234,17 @@ def evidence_path(solve, log_evidence, start, verbose=False,
     """
     best, best_value = start, log_evidence(start)
     taus, values, iters = [start.problem.tau], [best_value], [len(start.result.history)]
+    if verbose:
+        print(f"tau={taus[0]:.3g}: log evidence {best_value:.6g} "
+              f"({iters[0]} iterations)")
     chosen = 0
     if np.isfinite(best_value):
-        for factor in (step, 1.0 / step):
-            tau, moved = start.problem.tau * factor, False
+        log_tau0 = np.log10(start.problem.tau)
+        for sign in (1.0, -1.0):
+            k, moved = 1, False
+            # (10^(log τ0 ± k·decades), not repeated products: the path's τ
+            # stay on the criterion's grid)
+            tau = 10.0 ** (log_tau0 + sign * k * decades)
             while lowest * (1 - 1e-9) <= tau <= highest * (1 + 1e-9):
                 trial = solve(tau, best.result.theta)
                 value = log_evidence(trial)
@@ -249,7 +258,8 @@ def evidence_path(solve, log_evidence, start, verbose=False,
                     break
                 best, best_value, moved = trial, value, True
                 chosen = len(taus) - 1
-                tau *= factor
+                k += 1
+                tau = 10.0 ** (log_tau0 + sign * k * decades)
             if moved:
                 break
     return best, {"tau": np.array(taus), "log_evidence": np.array(values),

@@ -403,3 +403,22 @@ def test_early_stopping_and_mini_batches_take_no_evidence_path():
     mini = _fit(GGNScoreRegressor(n_hidden=8, tau="evidence", batch_size=32,
                                   max_iter=2), X, y)
     assert mini.tau_path_ is None and mini.tau_ == 1 / 120
+
+
+def test_the_path_skips_fits_whose_noise_cannot_be_estimated():
+    """A fit that spends all but one of its targets' degrees of freedom has
+    no evidence to climb on (-inf): the path never keeps it, and the path's
+    τ are τ0 · 10^(k/2)."""
+    # tiny noise-free data: the fits nearly interpolate
+    rng = np.random.RandomState(2)
+    X = rng.randn(30, 5)
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2]
+    reg = GGNScoreRegressor(random_state=0).fit(X, y)
+    climb = reg.tau_path_["evidence_path"]
+    state = reg._posterior()["_laplace"]
+    spare = 30 - np.asarray(state["dof"])
+    kept = climb["log_evidence"][climb["chosen"]]
+    assert (np.isneginf(kept) and climb["chosen"] == 0) or spare >= 1.0
+    # the path's τ are τ0 · 10^(k/2) (no drift from repeated products)
+    steps = 2 * (np.log10(climb["tau"]) - np.log10(climb["tau"][0]))
+    np.testing.assert_allclose(steps, np.round(steps), rtol=0, atol=1e-12)
