@@ -87,6 +87,13 @@ def posterior_cache(estimator, reason, X, Y, sample_weight, tau, theta,
                        estimator.get_params(deep=False))}
 
 
+def noise_estimable(targets, dof):
+    """Whether a fit's residuals say anything of the noise: at least one
+    residual degree of freedom, the weighted targets (rows × outputs) less
+    the effective parameters ``dof`` of the linearized fit."""
+    return targets - dof >= 1.0
+
+
 class PosteriorMixin:
     """The posterior's glue of the estimators: ``uncertainty_``,
     ``log_marginal_likelihood_`` and the output variance of the predictive
@@ -180,7 +187,7 @@ class PosteriorMixin:
             return state
         # the residual degrees of freedom of σ̂²: below one it says nothing
         targets = laplace["n_weighted"] * self.n_outputs_
-        if targets - laplace["dof"] < 1.0:
+        if not noise_estimable(targets, laplace["dof"]):
             warnings.warn(
                 "The noise variance cannot be estimated: the fit spends "
                 f"{laplace['dof']:.3g} effective parameters on {targets:.3g} "
@@ -295,7 +302,7 @@ class PosteriorMixin:
         except (StepFailure, MemoryError):
             return -np.inf
         targets = float(np.sum(sample_weight, dtype=np.float64)) * Y.shape[1]
-        if targets - posterior["dof"] < 1.0:
+        if not noise_estimable(targets, posterior["dof"]):
             return -np.inf
         log_z = _laplace.log_evidence(problem, theta, posterior)[0]
         return log_z if np.isfinite(log_z) else -np.inf
