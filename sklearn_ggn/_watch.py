@@ -16,6 +16,7 @@ estimator but the fitted attributes of its solve.
 """
 
 import contextlib
+import copy
 import math
 import warnings
 from numbers import Integral
@@ -29,13 +30,20 @@ from sklearn.utils.validation import _check_sample_weight
 
 from . import _plan
 from ._plan import Phase
-from ._inputs import AUTO_MAP_CANDIDATES
+from ._inputs import AUTO_MAP_CANDIDATES, make_input_map
 from .engine import OverfittingWatch
 
 # standard errors of the paired held-out difference by which a later map of
 # ``input_transform="auto"`` must lower the risk to be chosen (one-sided,
 # about 2.3 %)
 AUTO_MAP_Z = 2.0
+# epochs the richer map's network, started from the plain one's watched fit,
+# runs before the held-out rows compare the two
+AUTO_MAP_EPOCHS = 5
+# most network inputs the richer map of ``input_transform="auto"`` may give
+# (its first layer's cost grows with them; wide inputs such as pixels keep
+# the plain map)
+AUTO_MAP_MAX_WIDTH = 1024
 
 
 def split(est, data, sample_weight, watch):
@@ -91,9 +99,9 @@ def split(est, data, sample_weight, watch):
 
 def fit_watched(est, data, watch_split, watch):
     """The fit of ``early_stopping="auto"``: the watch, then all rows; sets
-    ``overfitting_watch_``. Under ``input_transform="auto"`` the watch's
-    phase runs once per candidate map, and the map the held-out rows
-    prefer goes on (:func:`_choose_map`)."""
+    ``overfitting_watch_``. Under ``input_transform="auto"`` the held-out
+    rows also choose the input map (:func:`_choose_map`), and the chosen
+    map's phase goes on."""
     idx_train, idx_val, val_weight, seed, rows_weight = watch_split
     held_out = data.rows(idx_val)
     phase = Phase(max_iter=watch.longest, seed=seed, rows_weight=rows_weight,
@@ -102,13 +110,15 @@ def fit_watched(est, data, watch_split, watch):
     # when a phase raises): the watch's fit gives the input's and the
     # width's advice first, the fit on all rows mostly again.
     watch_warnings, final_warnings = [], []
+    train = data.rows(idx_train)
     try:
         with _caught(watch_warnings):
             rule, status, risks = _choose_map(
-                est, watch, lambda rule: est._fit_phase(
-                    data.rows(idx_train), False,
+                est, watch, lambda rule, **change: est._fit_phase(
+                    train, False,
                     (held_out.X, held_out.Y, held_out.y, val_weight),
-                    phase._replace(watch=rule)), held_out, val_weight)
+                    phase._replace(watch=rule, **change)), held_out, val_weight,
+                train)
         report = _fit_all_rows(est, data, rule, status, watch, seed,
                                len(idx_val), final_warnings)
     finally:
@@ -120,37 +130,76 @@ def fit_watched(est, data, watch_split, watch):
     est.overfitting_watch_ = report
 
 
-def _choose_map(est, watch, watch_phase, held_out, val_weight):
-    """``(rule, status, risks)`` of the watch's phase (``watch_phase(rule)``
-    fits it and returns its status): under ``input_transform="auto"`` the
-    phase of each candidate map (``AUTO_MAP_CANDIDATES``, plainest first),
-    from the same split, seed and initial stream. A later candidate wins
-    only when its held-out risk at the phase's end is lower than the
-    winner's so far by more than ``AUTO_MAP_Z`` standard errors of the
-    row-by-row difference (a paired test on the held-out rows: an encoding
-    is not taken for a difference the held-out rows cannot tell from
-    noise); a diverged phase never wins. The estimator is left as the
-    winner's phase left it. ``risks``: the candidates' final held-out
-    risks, or None without ``"auto"``."""
+def _choose_map(est, watch, watch_phase, held_out, val_weight, train):
+    """``(rule, status, risks)`` of the watch's phase (``watch_phase(rule,
+    **change)`` fits it with the :class:`Phase` changed by ``change`` and
+    returns its status). Under ``input_transform="auto"``: the phase of the
+    plain map; then, unless it diverged or overfitted, a screen: the richer
+    map's network started from the plain one's fit, which it holds (the
+    plain map's columns with their weights, the encodings' weights zero:
+    the same function), runs ``AUTO_MAP_EPOCHS`` more epochs on the same
+    rows (when it has at most ``AUTO_MAP_MAX_WIDTH`` inputs). Only when
+    that lowers the held-out risk does the richer map's own phase run, from
+    its own initial weights, and it is chosen when it beats the plain
+    phase on the held-out rows as well. "Lower" is a paired test: by more
+    than ``AUTO_MAP_Z`` standard errors of the row-by-row difference of
+    the held-out risks. Otherwise the estimator is left as the plain phase
+    left it. ``risks``: the richer map's held-out risk (of the screen, or
+    of its own phase when it ran) and the plain one's, or None without
+    ``"auto"``."""
     if est.input_transform != "auto":
         rule = _watch_rule(watch)
         return rule, watch_phase(rule), None
-    best, risks = None, {}
-    for name in AUTO_MAP_CANDIDATES:
-        est._map_candidate = name
-        rule = _watch_rule(watch)
-        status = watch_phase(rule)
-        diverged = status == "diverged"
-        risks[name] = np.inf if diverged else float(
-            (est.history_.get("validation_risk") or [np.inf])[-1])
-        rows = (np.full(held_out.X.shape[0], np.inf) if diverged
-                else row_risks(est, held_out))
-        if best is None or _lower(rows, best[0], val_weight):
-            best = (rows, rule, status, est.__dict__.copy())
-    _, rule, status, state = best
+    plain, richer = AUTO_MAP_CANDIDATES
+    est._map_candidate = plain
+    rule = _watch_rule(watch)
+    status = watch_phase(rule)
+    if status == "diverged" or rule.overfitting_at is not None:
+        return rule, status, {plain: _last_risk(est)}
+    risks = {plain: _last_risk(est)}
+    input_map = make_input_map(richer)._fit(
+        train.X, est._with_class_weight(train.sample_weight, train.Y))
+    U = est.hidden_weights_
+    if not U.shape[1] < input_map.n_features_out_ <= AUTO_MAP_MAX_WIDTH:
+        return rule, status, risks  # no column has bins, or too many
+    rows, state = row_risks(est, held_out), est.__dict__.copy()
+    est._map_candidate = richer
+    nest(est, input_map)
+    nested = watch_phase(None, max_iter=AUTO_MAP_EPOCHS, continues=True,
+                         seed=copy.deepcopy(est._rng))
+    diverged = nested == "diverged"
+    risks[richer] = np.inf if diverged else _last_risk(est)
+    if _lower(np.full(len(rows), np.inf) if diverged else row_risks(est, held_out),
+              rows, val_weight):
+        # promising: the richer map's own phase, from its own initial
+        # weights, must then beat the plain one on the held-out rows too
+        richer_rule = _watch_rule(watch)
+        richer_status = watch_phase(richer_rule)
+        risks[richer] = (np.inf if richer_status == "diverged"
+                         else _last_risk(est))
+        if richer_status != "diverged" and _lower(row_risks(est, held_out), rows,
+                                                  val_weight):
+            return richer_rule, richer_status, risks
     est.__dict__.clear()
     est.__dict__.update(state)
     return rule, status, risks
+
+
+def nest(est, input_map):
+    """Put the fitted network of a plain map into the network of a richer
+    fitted ``input_map`` whose first columns are the plain map's columns
+    (the same statistics of the same rows, as :class:`PiecewiseLinear`'s
+    clipped columns are :class:`RobustClip`'s): the new columns' weights
+    are zero, so that the network computes the same function."""
+    U = est.hidden_weights_
+    est.input_map_ = input_map
+    est.hidden_weights_ = np.hstack([U, np.zeros(
+        (U.shape[0], input_map.n_features_out_ - U.shape[1]), dtype=U.dtype)])
+
+
+def _last_risk(est):
+    """The last held-out risk the fit recorded (inf: none)."""
+    return float((est.history_.get("validation_risk") or [np.inf])[-1])
 
 
 def _watch_rule(watch):

@@ -10,7 +10,7 @@ import pytest
 from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
 from sklearn_ggn._base import TrainingData
 from sklearn_ggn._inputs import AUTO_MAP_CANDIDATES, PiecewiseLinear, RobustClip
-from sklearn_ggn._watch import _lower, row_risks
+from sklearn_ggn._watch import _lower, nest, row_risks
 
 
 def _steps(n, seed):
@@ -30,7 +30,8 @@ def _linear(n, seed):
     return X, X @ rng.standard_normal(8) + 2.0 * rng.standard_normal(n)
 
 
-CASES = [(_steps, "robust_clip+ple"), (_linear, "robust_clip")]
+# (rows: the encoding's case needs enough held-out rows for its margin)
+CASES = [(_steps, "robust_clip+ple", 3000, 2), (_linear, "robust_clip", 1500, 0)]
 
 
 def _fit(Est, X, y, **params):
@@ -40,11 +41,12 @@ def _fit(Est, X, y, **params):
 
 
 @pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
-@pytest.mark.parametrize("make, expected", CASES)
-def test_auto_is_the_fit_of_the_map_it_chose_bit_for_bit(Est, make, expected):
+@pytest.mark.parametrize("make, expected, n, seed", CASES)
+def test_auto_is_the_fit_of_the_map_it_chose_bit_for_bit(Est, make, expected, n,
+                                                         seed):
     # whichever candidate wins, and whichever ran last, the fitted model is
     # the fit of input_transform=<the chosen map>: same watch, same weights
-    X, y = make(1500, 0)
+    X, y = make(n, seed)
     if Est is GGNScoreClassifier:
         y = (y > np.median(y)).astype(int)
     auto = _fit(Est, X, y, input_transform="auto")
@@ -58,14 +60,40 @@ def test_auto_is_the_fit_of_the_map_it_chose_bit_for_bit(Est, make, expected):
     report = auto.overfitting_watch_
     assert {k: v for k, v in report.items() if k != "input_transform"} == \
         given.overfitting_watch_
-    # the candidates' final held-out risks: the chosen one is its own
-    # watch's last held-out risk; the encoding won by a clear margin
+    # the risks compared: the plain map's at the end of its own watch, and
+    # the richer network's after AUTO_MAP_EPOCHS more epochs from it; the
+    # encoding won by a clear margin
     risks = report["input_transform"]["validation_risk"]
     assert list(risks) == list(AUTO_MAP_CANDIDATES)
     assert report["input_transform"]["chosen"] == expected
-    assert risks[expected] == given.overfitting_watch_["validation_loss_curve"][-1]
+    plain = _fit(Est, X, y, input_transform="robust_clip")
+    assert risks["robust_clip"] == plain.overfitting_watch_["validation_loss_curve"][-1]
     if expected == "robust_clip+ple":
         assert risks[expected] < 0.8 * risks["robust_clip"]
+
+
+@pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
+def test_the_richer_network_starts_as_the_plain_fit(Est):
+    # the encoded network that "auto" tries starts from the plain fit: its
+    # first columns are the plain map's, their weights the fitted ones, the
+    # encodings' weights zero; it predicts what the plain fit predicts
+    X, y = _steps(1500, 5)
+    if Est is GGNScoreClassifier:
+        y = np.digitize(y, np.quantile(y, [0.3, 0.7]))
+    plain = _fit(Est, X, y, early_stopping=False)
+    nested = pickle.loads(pickle.dumps(plain))
+    nest(nested, PiecewiseLinear()._fit(X, None))
+    assert nested.hidden_weights_.shape[1] > X.shape[1]
+    np.testing.assert_array_equal(nested.input_map_.transform(X)[:, :X.shape[1]],
+                                  plain.input_map_.transform(X))
+    F, G = nested._raw_output(X), plain._raw_output(X)
+    # (the same terms, with exact zeros added: only the order of the sums
+    # of the first layer's d + 1 terms may differ)
+    scale = np.abs(plain.hidden_weights_).sum(axis=1).max() * np.abs(
+        plain.input_map_.transform(X)).max()
+    tol = 4 * (X.shape[1] + 1) * np.finfo(np.float64).eps * scale * np.abs(
+        plain.output_weights_).sum() * plain.n_hidden
+    np.testing.assert_allclose(F, G, rtol=0, atol=tol)
 
 
 @pytest.mark.parametrize("Est", [GGNScoreRegressor, GGNScoreClassifier])
