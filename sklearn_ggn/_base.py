@@ -185,7 +185,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                  learning_rate, batch_size, max_iter, tol, n_iter_no_change,
                  early_stopping, validation_fraction, shuffle, random_state,
                  warm_start, verbose, store_initial_weights, curvature="auto",
-                 hessian="auto", scoring=None, input_transform="robust_clip",
+                 hessian="auto", scoring=None, input_transform="auto",
                  compute_dtype="auto"):
         self.n_hidden = n_hidden
         self.activation = activation

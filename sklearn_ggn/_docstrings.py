@@ -162,8 +162,8 @@ PARAMETERS = """
         the validation risk, or a scorer name or callable
         ``scorer(estimator, X, y)`` (greater is better).
 
-    input_transform : {"robust_clip", "robust_clip+ple", "auto"} or None, \
-            default="robust_clip"
+    input_transform : {"auto", "robust_clip", "robust_clip+ple"} or None, \
+            default="auto"
         What the network sees of ``X`` (the fitted map is ``input_map_``).
         ``"robust_clip"``: each column centered on its median, scaled to
         unit robust spread and smoothly clipped below ±3·1.349, so that
@@ -179,16 +179,20 @@ PARAMETERS = """
         up to 17 inputs per column. On sparse ``X`` a column of median 0
         with negative values is left unencoded (its encoding would fill
         every row): a sparse one-hot block stays sparse. ``"auto"``: the
-        data choose between the two on held-out rows. Where the fit holds
-        rows out for the overfitting watch (``early_stopping="auto"``, a
-        fresh mini-batch ``fit``), the watch's epochs run once per map, from
-        the same split and initial weights, and the map of lower held-out
-        risk at their end goes on (the plain map on a tie); the fit is then
-        exactly the fit of the chosen map, which ``input_transform_`` names
-        and ``overfitting_watch_["input_transform"]`` explains. A fit
-        without a watch (full batches, ``partial_fit``, ``X_val``, a warm
-        start) uses ``"robust_clip"``. None: ``X`` as given (the paper's
-        setting). See :ref:`default-input-transform`.
+        held-out rows choose between the two. Where the fit holds rows out
+        for the overfitting watch (``early_stopping="auto"``, a fresh
+        mini-batch ``fit``), the watch's epochs run with the plain map; the
+        encoded network (at most 1024 inputs) then starts from that fit,
+        its encodings' weights zero, for 5 more epochs. Only when that
+        lowers the held-out risk (by more than two standard errors of the
+        row-by-row difference) do the watch's epochs run with the encoded
+        map from its own initial weights, and it is chosen when it lowers
+        the plain map's held-out risk in the same way. The fit is exactly
+        the fit of the chosen map, which ``input_transform_`` names and
+        ``overfitting_watch_["input_transform"]`` explains. A fit without a
+        watch (full batches, ``partial_fit``, ``X_val``, a warm start) uses
+        ``"robust_clip"``. None: ``X`` as given (the paper's setting). See
+        :ref:`default-input-transform`.
 
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         The floating-point type the training steps compute in. ``"auto"``:
@@ -294,8 +298,11 @@ ATTRIBUTES = """
         ``"validation_scores"`` per watched epoch, and ``"rule"``, the
         arguments of the :class:`~sklearn_ggn.engine.OverfittingWatch` that
         decided; under ``input_transform="auto"`` also ``"input_transform"``:
-        the ``"chosen"`` map and every candidate's final held-out risk
-        (``"validation_risk"``, by map). ``n_iter_`` and ``loss_curve_`` are
+        the ``"chosen"`` map and the held-out risks compared
+        (``"validation_risk"``, by map: the plain map's at the end of its
+        watch; the encoded one's after its screen, or at the end of its own
+        watch when it ran; none when it was not tried). ``n_iter_`` and
+        ``loss_curve_`` are
         those of the fit on all rows.
 
     tau_ : float

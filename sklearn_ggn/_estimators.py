@@ -194,7 +194,7 @@ class GGNScoreRegressor(RegressorMixin, BaseGGNScore):
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, standardize_target=True, epsilon=1.35,
                  uncertainty="auto", noise="auto",
-                 input_transform="robust_clip", compute_dtype="auto",
+                 input_transform="auto", compute_dtype="auto",
                  store_posterior=False):
         self.loss = loss
         self.standardize_target = standardize_target
@@ -552,7 +552,7 @@ class GGNScoreClassifier(ClassifierMixin, BaseGGNScore):
                  shuffle=True, random_state=None, warm_start=False, verbose=False,
                  store_initial_weights=False, curvature="auto", hessian="auto",
                  scoring=None, class_weight=None, uncertainty="auto",
-                 predictive="map", input_transform="robust_clip",
+                 predictive="map", input_transform="auto",
                  compute_dtype="auto", store_posterior=False):
         self.loss = loss
         self.class_weight = class_weight

@@ -291,10 +291,13 @@ def test_every_phase_of_the_watch_takes_one_tau(monkeypatch):
     w = np.full(900, 0.3)
     auto = _fit(GGNScoreClassifier(n_hidden=8, max_iter=20, random_state=0),
                 X, y, sample_weight=w)
-    assert auto.overfitting_watch_ is not None and len(seen) == 2
+    # (the watch, the input map's screen under input_transform="auto", all rows)
+    assert auto.overfitting_watch_ is not None and len(seen) >= 2
+    phases = len(seen)
     plain = _fit(GGNScoreClassifier(n_hidden=8, max_iter=20, random_state=0,
                                     early_stopping=False), X, y, sample_weight=w)
-    assert seen[0] == seen[1] == seen[2] == auto.tau_ == plain.tau_
+    assert len(seen) == phases + 1
+    assert set(seen) == {auto.tau_} and plain.tau_ == auto.tau_
     assert auto.tau_ == pytest.approx(1 / 270, rel=1e-6)
 
 
