@@ -1,12 +1,13 @@
 """The input map: piecewise-linear encodings, fixed and chosen from the data.
 
 ``python -m benchmarks.input_map [--data-home DIR] [--panel-home DIR]
-[--realdata choice holdout] [--seeds 0 1 2]`` fits ``GGNScoreClassifier`` / ``GGNScoreRegressor`` with
-their defaults (``input_transform="robust_clip"``), with
-``input_transform="robust_clip+ple"`` (the same map, and every column of
-three or more distinct values also encoded on up to 16 quantile bins) and
-with ``input_transform="auto"`` (the watch's held-out rows choose between
-the two), everything else default (``random_state=seed``), and scikit-learn's
+[--realdata choice holdout] [--seeds 0 1 2]`` fits ``GGNScoreClassifier`` /
+``GGNScoreRegressor`` with the plain map (``input_transform="robust_clip"``,
+"plain"), with ``input_transform="robust_clip+ple"`` (the same map, and every
+column of three or more distinct values also encoded on up to 16 quantile
+bins) and at their defaults (``input_transform="auto"``: the watch's
+held-out rows choose between the two), everything else default
+(``random_state=seed``), and scikit-learn's
 MLP and HistGradientBoosting defaults as peers, every model timed in the
 same run:
 
@@ -33,7 +34,7 @@ same run:
 Per task: mean scores over seeds, the median fit times (one BLAS thread,
 after an untimed numba warm-up), how often ``"auto"`` chose the encodings;
 per variant: the tasks within tolerance (0.01 R², 0.005 accuracy) of
-HistGradientBoosting and of the MLP, wins and losses against the default
+HistGradientBoosting and of the MLP, wins and losses against the plain
 map, and the geometric means of the time ratios. Writes
 ``results/input_map.md``.
 """
@@ -118,8 +119,8 @@ def _tasks(seeds, data_home):
             yield name, "regressor", seed, X[train], y[train], X[test], y[test]
 
 
-VARIANTS = {"default": {}, "ple": {"input_transform": OPTION},
-            "auto": {"input_transform": "auto"}}
+VARIANTS = {"plain": {"input_transform": "robust_clip"},
+            "ple": {"input_transform": OPTION}, "auto": {}}
 PEERS = ("mlp", "hgb")
 
 
@@ -255,46 +256,46 @@ def _table(records):
 
         chosen = sum(r["chosen"] == OPTION for r in mine)
         rows.append([name, mine[0]["rows"], mine[0]["columns"],
-                     f"{mean('default'):.4f}", f"{mean('ple') - mean('default'):+.4f}",
-                     f"{mean('auto') - mean('default'):+.4f}", f"{chosen}/{len(mine)}",
+                     f"{mean('plain'):.4f}", f"{mean('ple') - mean('plain'):+.4f}",
+                     f"{mean('auto') - mean('plain'):+.4f}", f"{chosen}/{len(mine)}",
                      f"{mean('hgb'):.4f}", f"{mean('mlp'):.4f}",
-                     median("default_s"),
-                     f"{median('ple_s') / median('default_s'):.2f}",
-                     f"{median('auto_s') / median('default_s'):.2f}",
-                     f"{median('default_s') / median('mlp_s'):.2f}"])
-    return md_table(["task", "train rows", "columns", "default score",
-                     "ple − default", "auto − default", "auto chose ple",
-                     "hgb score", "mlp score", "default fit s", "ple / default time",
-                     "auto / default time", "default / mlp time"], rows)
+                     median("plain_s"),
+                     f"{median('ple_s') / median('plain_s'):.2f}",
+                     f"{median('auto_s') / median('plain_s'):.2f}",
+                     f"{median('auto_s') / median('mlp_s'):.2f}"])
+    return md_table(["task", "train rows", "columns", "plain score",
+                     "ple − plain", "auto − plain", "auto chose ple",
+                     "hgb score", "mlp score", "plain fit s", "ple / plain time",
+                     "auto / plain time", "auto / mlp time"], rows)
 
 
 def _summary(records):
     """Per variant: tasks within tolerance of HGB and of the MLP (means over
-    seeds), wins and losses against the default by more than the tolerance,
+    seeds), wins and losses against the plain map by more than the tolerance,
     and the geometric means of the median time ratios."""
     tasks = list(dict.fromkeys(r["task"] for r in records))
     rows = []
     for label in VARIANTS:
         hgb = mlp = wins = losses = 0
-        to_mlp, to_default = [], []
+        to_mlp, to_plain = [], []
         for name in tasks:
             mine = [r for r in records if r["task"] == name]
             tol = _tolerance(mine[0])
             score = np.mean([r[label] for r in mine])
             hgb += score >= np.mean([r["hgb"] for r in mine]) - tol
             mlp += score >= np.mean([r["mlp"] for r in mine]) - tol
-            diff = score - np.mean([r["default"] for r in mine])
+            diff = score - np.mean([r["plain"] for r in mine])
             wins, losses = wins + (diff > tol), losses + (diff < -tol)
             seconds = np.median([r[label + "_s"] for r in mine])
             to_mlp.append(seconds / np.median([r["mlp_s"] for r in mine]))
-            to_default.append(seconds / np.median([r["default_s"] for r in mine]))
+            to_plain.append(seconds / np.median([r["plain_s"] for r in mine]))
         rows.append([label, f"{hgb}/{len(tasks)}", f"{mlp}/{len(tasks)}",
                      wins, losses, f"{np.exp(np.mean(np.log(to_mlp))):.2f}",
-                     f"{np.exp(np.mean(np.log(to_default))):.2f}"])
+                     f"{np.exp(np.mean(np.log(to_plain))):.2f}"])
     return md_table(["input_transform", "within tolerance of HGB",
-                     "within tolerance of the MLP", "better than default",
-                     "worse than default", "time / MLP (geo-mean)",
-                     "time / default (geo-mean)"], rows)
+                     "within tolerance of the MLP", "better than plain",
+                     "worse than plain", "time / MLP (geo-mean)",
+                     "time / plain (geo-mean)"], rows)
 
 
 def main(argv=None):
@@ -313,11 +314,11 @@ def main(argv=None):
         records = run(args.seeds, args.data_home, args.realdata, args.panel_home)
     table, summary = _table(records), _summary(records)
     print(table, summary, sep="\n\n")
-    fits = md_table(["task", "seed", "default", "ple", "auto", "auto chose",
-                     "hgb", "mlp", "default s", "ple s", "auto s", "mlp s",
+    fits = md_table(["task", "seed", "plain", "ple", "auto", "auto chose",
+                     "hgb", "mlp", "plain s", "ple s", "auto s", "mlp s",
                      "network inputs (ple)"],
-                    [[r["task"], r["seed"], r["default"], r["ple"], r["auto"],
-                      r["chosen"], r["hgb"], r["mlp"], r["default_s"], r["ple_s"],
+                    [[r["task"], r["seed"], r["plain"], r["ple"], r["auto"],
+                      r["chosen"], r["hgb"], r["mlp"], r["plain_s"], r["ple_s"],
                       r["auto_s"], r["mlp_s"], r["width"]] for r in records])
     command = ("python -m benchmarks.input_map"
                + (" --data-home DIR" if args.data_home else "")
