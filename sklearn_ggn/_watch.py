@@ -165,21 +165,27 @@ def _choose_map(est, watch, watch_phase, held_out, val_weight, train):
     rows, state = row_risks(est, held_out), est.__dict__.copy()
     est._map_candidate = richer
     nest(est, input_map)
-    nested = watch_phase(None, max_iter=AUTO_MAP_EPOCHS, continues=True,
-                         seed=copy.deepcopy(est._rng))
-    diverged = nested == "diverged"
-    risks[richer] = np.inf if diverged else _last_risk(est)
-    if _lower(np.full(len(rows), np.inf) if diverged else row_risks(est, held_out),
-              rows, val_weight):
-        # promising: the richer map's own phase, from its own initial
-        # weights, must then beat the plain one on the held-out rows too
-        richer_rule = _watch_rule(watch)
-        richer_status = watch_phase(richer_rule)
-        risks[richer] = (np.inf if richer_status == "diverged"
-                         else _last_risk(est))
-        if richer_status != "diverged" and _lower(row_risks(est, held_out), rows,
-                                                  val_weight):
-            return richer_rule, richer_status, risks
+    # (the richer phases' warnings reach the user only if its map is kept)
+    richer_warnings = []
+    with _caught(richer_warnings):
+        nested = watch_phase(None, max_iter=AUTO_MAP_EPOCHS, continues=True,
+                             seed=copy.deepcopy(est._rng))
+        diverged = nested == "diverged"
+        risks[richer] = np.inf if diverged else _last_risk(est)
+        promising = _lower(np.full(len(rows), np.inf) if diverged
+                           else row_risks(est, held_out), rows, val_weight)
+        if promising:
+            # the richer map's own phase, from its own initial weights,
+            # must then beat the plain one on the held-out rows too
+            richer_rule = _watch_rule(watch)
+            richer_status = watch_phase(richer_rule)
+            risks[richer] = (np.inf if richer_status == "diverged"
+                             else _last_risk(est))
+    if promising and richer_status != "diverged" and _lower(
+            row_risks(est, held_out), rows, val_weight):
+        for w in richer_warnings:
+            _raise(w)
+        return richer_rule, richer_status, risks
     est.__dict__.clear()
     est.__dict__.update(state)
     return rule, status, risks

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor
+from sklearn_ggn import GGNScoreClassifier, GGNScoreRegressor, _advice
 from sklearn_ggn._base import TrainingData
 from sklearn_ggn._inputs import AUTO_MAP_CANDIDATES, PiecewiseLinear, RobustClip
 from sklearn_ggn._watch import _lower, nest, row_risks
@@ -174,3 +174,27 @@ def test_input_transform_is_the_given_value_without_auto():
     assert not hasattr(GGNScoreRegressor(), "input_transform_")
     with pytest.raises(ValueError, match="input_transform"):
         GGNScoreRegressor(input_transform="ple").fit(X, y)
+
+
+def test_the_rejected_encodings_warn_nothing(monkeypatch):
+    # the width advice (its thresholds lowered so that the encoded network
+    # gets it and the plain one does not): a fit that keeps the plain map
+    # warns as the plain map's fit does, whatever its screen heard
+    monkeypatch.setattr(_advice, "ABSURD_PARAMS_PER_SAMPLE", 5)
+    monkeypatch.setattr(_advice, "ABSURD_FIT_FLOPS", 0)
+    X, y = _linear(1500, 0)
+
+    def messages(**params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = GGNScoreRegressor(random_state=0, max_iter=30, **params).fit(X, y)
+        return est, sorted(str(w.message) for w in caught)
+
+    auto, heard = messages()
+    assert auto.input_transform_ == "robust_clip"
+    assert "robust_clip+ple" in auto.overfitting_watch_["input_transform"][
+        "validation_risk"]  # (the screen ran)
+    assert heard == messages(input_transform="robust_clip")[1]
+    # the encoded network does get the advice when it is the fit's
+    assert any("parameters for" in m
+               for m in messages(input_transform="robust_clip+ple")[1])
