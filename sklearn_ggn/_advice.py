@@ -39,7 +39,8 @@ TINY_STEP = 1e-2
 
 # the first remedy a scale warning names: the estimator's own input map
 # (these warnings fire only without it)
-_SCALING_ADVICE = "use input_transform='robust_clip' (the default), or "
+_SCALING_ADVICE = ("use input_transform='auto' (the default) or "
+                   "'robust_clip', or ")
 
 
 def unscaled_features(X):

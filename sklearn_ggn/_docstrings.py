@@ -181,8 +181,9 @@ PARAMETERS = """
         every row): a sparse one-hot block stays sparse. ``"auto"``: the
         held-out rows choose between the two. Where the fit holds rows out
         for the overfitting watch (``early_stopping="auto"``, a fresh
-        mini-batch ``fit``), the watch's epochs run with the plain map; the
-        encoded network (at most 1024 inputs) then starts from that fit,
+        mini-batch ``fit``), the watch's epochs run with the plain map;
+        unless they diverged or saw overfitting, the encoded network (if
+        some column gets bins, at most 1024 inputs) then starts from that fit,
         its encodings' weights zero, for 5 more epochs. Only when that
         lowers the held-out risk (by more than two standard errors of the
         row-by-row difference) do the watch's epochs run with the encoded
@@ -190,8 +191,9 @@ PARAMETERS = """
         the plain map's held-out risk in the same way. The fit is exactly
         the fit of the chosen map, which ``input_transform_`` names and
         ``overfitting_watch_["input_transform"]`` explains. A fit without a
-        watch (full batches, ``partial_fit``, ``X_val``, a warm start) uses
-        ``"robust_clip"``. None: ``X`` as given (the paper's setting). See
+        watch (full batches, ``partial_fit``, ``X_val``, a warm start)
+        starts with ``"robust_clip"``; one that continues a fit (a warm
+        start, a later ``partial_fit``) keeps that fit's map. None: ``X`` as given (the paper's setting). See
         :ref:`default-input-transform`.
 
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
