@@ -402,16 +402,19 @@ def test_inputs_near_the_largest_float_fit_by_default():
     assert np.all(np.isfinite(reg.predict(X)))
 
 
+_MAP_ADVICE = r"input_transform='auto' \(the default\) or 'robust_clip'"
+
+
 def test_scale_warnings_name_the_input_map():
     """Without the map, the warnings about extreme or unscaled inputs name
     it as the first remedy, for dense and sparse X; with it (the default),
     sparse X is mapped too and there is nothing to warn about."""
     X = heavy_data(100)
-    with pytest.warns(UserWarning, match="input_transform='robust_clip'"):
+    with pytest.warns(UserWarning, match=_MAP_ADVICE):
         GGNScoreRegressor(n_hidden=4, max_iter=2, input_transform=None).fit(
             X, X[:, 0])
     S = sp.csr_array(np.abs(X[:, [1, 4]]) * 1e3)
-    with pytest.warns(UserWarning, match="input_transform='robust_clip'"):
+    with pytest.warns(UserWarning, match=_MAP_ADVICE):
         GGNScoreRegressor(n_hidden=4, max_iter=2, input_transform=None).fit(
             S, X[:, 0])
     with warnings.catch_warnings():
