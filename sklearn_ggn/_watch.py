@@ -154,35 +154,34 @@ def _choose_map(est, watch, watch_phase, held_out, val_weight, train):
     est._map_candidate = plain
     rule = _watch_rule(watch)
     status = watch_phase(rule)
-    if status == "diverged" or rule.overfitting_at is not None:
-        return rule, status, {plain: _last_risk(est)}
     risks = {plain: _last_risk(est)}
+    if status == "diverged" or rule.overfitting_at is not None:
+        return rule, status, risks
     input_map = make_input_map(richer)._fit(
         train.X, est._with_class_weight(train.sample_weight, train.Y))
-    U = est.hidden_weights_
-    if not U.shape[1] < input_map.n_features_out_ <= AUTO_MAP_MAX_WIDTH:
+    if not (est.hidden_weights_.shape[1] < input_map.n_features_out_
+            <= AUTO_MAP_MAX_WIDTH):
         return rule, status, risks  # no column has bins, or too many
-    rows, state = row_risks(est, held_out), est.__dict__.copy()
+    _, rows = _held_out_risks(est, status, held_out)
+    state = est.__dict__.copy()
     est._map_candidate = richer
     nest(est, input_map)
     # (the richer phases' warnings reach the user only if its map is kept)
     richer_warnings = []
     with _caught(richer_warnings):
-        nested = watch_phase(None, max_iter=AUTO_MAP_EPOCHS, continues=True,
+        screen = watch_phase(None, max_iter=AUTO_MAP_EPOCHS, continues=True,
                              seed=copy.deepcopy(est._rng))
-        diverged = nested == "diverged"
-        risks[richer] = np.inf if diverged else _last_risk(est)
-        promising = _lower(np.full(len(rows), np.inf) if diverged
-                           else row_risks(est, held_out), rows, val_weight)
-        if promising:
+        risks[richer], richer_rows = _held_out_risks(est, screen, held_out)
+        chosen = _lower(richer_rows, rows, val_weight)
+        if chosen:
             # the richer map's own phase, from its own initial weights,
             # must then beat the plain one on the held-out rows too
             richer_rule = _watch_rule(watch)
             richer_status = watch_phase(richer_rule)
-            risks[richer] = (np.inf if richer_status == "diverged"
-                             else _last_risk(est))
-    if promising and richer_status != "diverged" and _lower(
-            row_risks(est, held_out), rows, val_weight):
+            risks[richer], richer_rows = _held_out_risks(est, richer_status,
+                                                         held_out)
+            chosen = _lower(richer_rows, rows, val_weight)
+    if chosen:
         for w in richer_warnings:
             _raise(w)
         return richer_rule, richer_status, risks
@@ -206,6 +205,14 @@ def nest(est, input_map):
 def _last_risk(est):
     """The last held-out risk the fit recorded (inf: none)."""
     return float((est.history_.get("validation_risk") or [np.inf])[-1])
+
+
+def _held_out_risks(est, status, held_out):
+    """``(risk, rows)``: the last held-out risk of a phase that ended with
+    ``status`` and its row risks (:func:`row_risks`), inf if it diverged."""
+    if status == "diverged":
+        return np.inf, np.full(held_out.X.shape[0], np.inf)
+    return _last_risk(est), row_risks(est, held_out)
 
 
 def _watch_rule(watch):
