@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from . import _memory
+from ._plan import TAU_RULES
 
 # inputs this large break curvature-based steps (a standardized rare pixel
 # of MNIST reaches 2 733): warn at fit time
@@ -143,7 +144,7 @@ def _not_learned_advice(est, problem, steps, shrink, penalty0, baseline,
                 + ("(search np.logspace(-5, -1, 5); tau='auto' weighs "
                    "sample_weight as repeated rows, so weights that sum "
                    "to few rows give a heavy penalty)."
-                   if est.tau in ("auto", "evidence", "gcv") else
+                   if est.tau in TAU_RULES else
                    "(tau='auto', or search np.logspace(-5, -1, 5))."))
     path = getattr(est, "tau_path_", None)
     if path is not None and (shrink < COLLAPSED_NORM or max(steps) < TINY_STEP):

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+# the values of ``tau`` whose τ the fit chooses (any other is the τ)
+TAU_RULES = ("auto", "evidence", "gcv")
 # batch_size="auto", exact step: full batch while n_samples * n_outputs <= this
 AUTO_FULL_BATCH_ROWS = 1024
 # batch_size="auto", exact step: this many rows of the kernel system per batch
@@ -349,7 +351,7 @@ def plan_fit(params, data, *, warn=True):
     batch_size = batch_plan(params["batch_size"], n, data.n_outputs, structured,
                             data.full_batch_rows, incremental, warn)
     full_batch = batch_size >= n and not incremental
-    if params["tau"] not in ("auto", "evidence", "gcv"):
+    if params["tau"] not in TAU_RULES:
         tau_rule = "given"
     elif not full_batch:
         tau_rule = "mini_batch"
