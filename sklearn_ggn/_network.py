@@ -73,8 +73,10 @@ def pair_block_width(n, d_aug, K, sparse, exact_factor):
 
 def single_output_units(b, d_aug, itemsize):
     """Hidden units per block of ``Z = J̃ D^{1/2}`` for one output (b ×
-    units·d̂ within four blocks' bytes)."""
-    return max(1, int(4 * _BLOCK_BYTES // max(1, b * d_aug * itemsize)))
+    units·d̂ within half a block's bytes: at most 32 MB, which the
+    allocator reuses from one Gram to the next instead of asking the system
+    for fresh pages each time)."""
+    return max(1, int(_BLOCK_BYTES // 2 // max(1, b * d_aug * itemsize)))
 
 
 @dataclass
