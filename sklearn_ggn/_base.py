@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from . import _advice, _config, _plan, _watch
+from . import _advice, _config, _evidence_map, _plan, _watch
 from ._activations import ACTIVATIONS
 from ._inputs import (
     AUTO_MAP_CANDIDATES,
@@ -361,8 +361,7 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
 
     @property
     def input_transform_(self):
-        """The ``input_transform`` of the fitted input map (``input_map_``):
-        the one given, or the one ``"auto"`` chose."""
+        """The ``input_transform`` of ``input_map_`` (``"auto"``: the chosen)."""
         return input_map_name(self.input_map_)
 
     def _input_map(self, X, sample_weight, fresh_start, incremental=False):
@@ -399,9 +398,9 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
 
     def _map_name(self):
         """The ``input_transform`` this fit's phase maps X with: the one
-        given, or under ``"auto"`` the candidate of the overfitting watch's
-        phase (:func:`~sklearn_ggn._watch.fit_watched`), else
-        ``"robust_clip"`` (a fit without a watch)."""
+        given, or under ``"auto"`` the candidate being fitted
+        (:mod:`~sklearn_ggn._watch`, :mod:`~sklearn_ggn._evidence_map`), else
+        ``"robust_clip"``."""
         if self.input_transform != "auto":
             return self.input_transform
         return self.__dict__.get("_map_candidate", AUTO_MAP_CANDIDATES[0])
@@ -529,7 +528,8 @@ class BaseGGNScore(PersistenceMixin, PosteriorMixin, CallbackSupportMixin,
                 if split is not None:
                     _watch.fit_watched(self, data, split, watch)
                     return self
-            self._fit_phase(data, incremental, validation)
+            if not _evidence_map.fit_chosen(self, data, incremental, validation):
+                self._fit_phase(data, incremental, validation)
             # (a warm start or partial_fit continuing keeps what the first
             # fit's watch found)
             continues = incremental or self.warm_start

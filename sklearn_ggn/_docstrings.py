@@ -41,8 +41,8 @@ PARAMETERS = """
         *fitted* network from there, refitting at τ·√10 (or τ/√10)
         warm-started while the evidence rises
         (``tau_path_["evidence_path"]``; within 1e-6 to 1; fresh fits
-        whose first solve converged, without ``early_stopping=True`` or
-        scikit-learn callbacks).
+        whose first solve did not diverge, without ``early_stopping=True``
+        or scikit-learn callbacks).
         ``"gcv"``: the first stage alone (one fit, a few times faster,
         worse on small noisy tables). ``"evidence"``: the same as
         ``"auto"``. The value used is ``tau_``. Typical range 1e-6 to
@@ -179,7 +179,7 @@ PARAMETERS = """
         up to 17 inputs per column. On sparse ``X`` a column of median 0
         with negative values is left unencoded (its encoding would fill
         every row): a sparse one-hot block stays sparse. ``"auto"``: the
-        held-out rows choose between the two. Where the fit holds rows out
+        data choose between the two. Where the fit holds rows out
         for the overfitting watch (``early_stopping="auto"``, a fresh
         mini-batch ``fit``), the watch's epochs run with the plain map;
         unless they diverged or saw overfitting, the encoded network (if
@@ -190,11 +190,15 @@ PARAMETERS = """
         map from its own initial weights, and it is chosen when it lowers
         the plain map's held-out risk in the same way. The fit is exactly
         the fit of the chosen map, which ``input_transform_`` names and
-        ``overfitting_watch_["input_transform"]`` explains. A fit without a
-        watch (full batches, ``partial_fit``, ``X_val``, a warm start)
-        starts with ``"robust_clip"``; one that continues a fit (a warm
-        start, a later ``partial_fit``) keeps that fit's map. None: ``X`` as given (the paper's setting). See
-        :ref:`default-input-transform`.
+        ``overfitting_watch_["input_transform"]`` explains. A fresh
+        full-batch fit that climbs the Laplace evidence (the regressor's
+        ``tau="auto"`` or ``"evidence"``) fits each map in full, and keeps
+        the one of higher log evidence (``tau_path_["input_transform"]``),
+        again exactly that map's fit. Other fits (the classifier's full
+        batches, a given τ, ``partial_fit``, ``X_val``, a warm start) start
+        with ``"robust_clip"``; one that continues a fit (a warm start, a
+        later ``partial_fit``) keeps that fit's map. None: ``X`` as given
+        (the paper's setting). See :ref:`default-input-transform`.
 
     compute_dtype : {"auto", "float32", "float64"}, default="auto"
         The floating-point type the training steps compute in. ``"auto"``:
@@ -322,8 +326,12 @@ ATTRIBUTES = """
         in (``"log_evidence"``; ``-inf`` for a fit that diverged or whose
         evidence says nothing), its iterations (``"n_iter"``) and the
         index of the fit kept (``"chosen"``; ``n_iter_`` and ``loss_curve_``
-        are that fit's). A warm start that continues a fit keeps that fit's
-        τ and ``tau_path_``. None otherwise.
+        are that fit's). When ``input_transform="auto"`` chose by the
+        evidence, also ``"input_transform"``: the ``"chosen"`` map and the
+        ``"log_evidence"`` of each map's kept fit (the map tried last is
+        absent when it adds no column or more than 1024 inputs). A warm
+        start that continues a fit keeps that fit's τ and ``tau_path_``.
+        None otherwise.
 
     uncertainty_ : str or None
         The structure of the Laplace posterior (``"dual"``, ``"primal"`` or

@@ -204,7 +204,7 @@ def _parameter_gram(network, theta, batch, evaluation, lin, A, last):
     return lin.gauss_newton_matrix()
 
 
-def fit_posterior(problem, theta, structure, prior_scale="fitted"):
+def fit_posterior(problem, theta, structure, prior_scale="fitted", keep_rows=True):
     """The factored ``B`` of the module docstring at θ on all training rows.
 
     Parameters
@@ -225,6 +225,10 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         for the primal and last-layer forms), by MacKay's fixed point
         ``c = γ(c) / (2 α Σ ḡ(θ*))``, ``γ(c) = Σ λ_i / (λ_i + c)``. For the
         log loss only (``α = N τ``); the last layer scales its own prior.
+    keep_rows : bool, default=True
+        Keep the dual form's training inputs and factors, which predictions
+        need (the evidence alone does not: without them a sparse X is never
+        densified).
 
     Returns
     -------
@@ -235,8 +239,8 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         ``"logdet"`` (``log det(B D)`` at the fit's
         prior), ``"dof"`` (the effective number of parameters
         ``tr(J̃ B⁻¹ J̃ᵀ)``), ``"prior_scale"`` (c), ``"D"`` (``B``'s prior
-        variances, divided by c) and, for ``"dual"``, the training inputs
-        ``"Xa"`` and factors ``"A"``.
+        variances, divided by c) and, for ``"dual"`` with ``keep_rows``, the
+        training inputs ``"Xa"`` and factors ``"A"``.
 
     Raises
     ------
@@ -272,16 +276,18 @@ def fit_posterior(problem, theta, structure, prior_scale="fitted"):
         D[first:] /= scale
     del spectrum
     posterior = {"structure": structure, "D": D, "prior_scale": scale,
-                 **_factored(structure, data, D[first:], scale, batch.Xa, A)}
+                 **_factored(structure, data, D[first:], scale,
+                             (batch.Xa, A) if keep_rows else None)}
     if logdet_fitted is not None:
         posterior["logdet"] = logdet_fitted
     return posterior
 
 
-def _factored(structure, data, Dpart, scale, Xa, A):
+def _factored(structure, data, Dpart, scale, rows):
     """The factor of ``B`` from ``data`` (the dual form's ``G``, else
     ``J̃ᵀ J̃`` of the parameters ``Dpart`` weighs): ``"factor"`` (dual) or
-    ``"inverse"``, ``"logdet"``, ``"dof"`` and the dual form's rows."""
+    ``"inverse"``, ``"logdet"``, ``"dof"`` and the dual form's ``rows``
+    ``(Xa, A)`` (None: not kept)."""
     if structure == "dual":
         m = data.shape[0]
         data /= scale
@@ -290,10 +296,13 @@ def _factored(structure, data, Dpart, scale, Xa, A):
         inverse = _triangular_inverse(L)
         # (L⁻¹ is not kept: squared in place)
         dof = float(m - np.sum(np.square(inverse, out=inverse)))
+        kept = {}
+        if rows is not None:
+            Xa, A = rows
+            kept = dict(Xa=_as64(Xa.toarray() if sp.issparse(Xa) else Xa),
+                        A=_as64(A))
         return dict(factor=L, logdet=2.0 * float(np.sum(np.log(np.diag(L)))),
-                    dof=dof,
-                    Xa=_as64(Xa.toarray() if sp.issparse(Xa) else Xa),
-                    A=_as64(A))
+                    dof=dof, **kept)
     p = Dpart.shape[0]
     data.flat[:: p + 1] += 1.0 / Dpart
     L = cholesky(data)

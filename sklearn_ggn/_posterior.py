@@ -254,16 +254,17 @@ class PosteriorMixin:
         Laplace evidence of the fitted network (:func:`~sklearn_ggn._tau.
         evidence_path`, ``run(tau, theta_start)`` solving); the solve kept,
         with ``tau_`` and ``tau_path_["evidence_path"]`` set in ``fitted``.
-        The path starts only from a first solve that converged (one that
-        reached ``max_iter``, diverged or was stopped keeps the criterion's
-        solve, and a short ``max_iter`` costs no more fits); a fit with
-        scikit-learn callbacks (whose context is one fit) keeps it too. A
-        later solve that reaches ``max_iter`` competes with the evidence at
-        its last weights; kept, the fit warns as any fit at ``max_iter``."""
+        The path starts from a first solve that converged or reached
+        ``max_iter`` (at too small a τ the first solve is slow and
+        interpolates: the path is what leaves it), scored at its last
+        weights as every later solve is; a first solve that diverged or was
+        stopped keeps the criterion's solve, and so does a fit with
+        scikit-learn callbacks (whose context is one fit). A solve kept at
+        ``max_iter`` warns as any fit at ``max_iter``."""
         from ._tau import evidence_path
 
         if (self.__dict__.get("_skl_callbacks")
-                or solved.result.status not in ("converged", "no_decrease")):
+                or solved.result.status not in ("converged", "no_decrease", "max_iter")):
             return solved
         X, Y, sample_weight = rows
         solved, fitted["tau_path_"]["evidence_path"] = evidence_path(
@@ -298,7 +299,8 @@ class PosteriorMixin:
             structure = _laplace.choose_structure(
                 "auto", network, int(np.count_nonzero(sample_weight > 0)))
             posterior = _laplace.fit_posterior(problem, theta, structure,
-                                               self._posterior_prior_scale)
+                                               self._posterior_prior_scale,
+                                               keep_rows=False)
         except (StepFailure, MemoryError):
             return -np.inf
         targets = float(np.sum(sample_weight, dtype=np.float64)) * Y.shape[1]

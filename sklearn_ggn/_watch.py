@@ -77,13 +77,8 @@ def split(est, data, sample_weight, watch):
     weights = _check_sample_weight(sample_weight, data.X, dtype=np.float64,
                                    ensure_non_negative=True)
     # One seed for the split, the watch and the refit: the refit starts from
-    # the watch's initial weights whatever random_state is (an int is its
-    # own seed, as in the fit without the watch).
-    if isinstance(est.random_state, Integral):
-        seed = int(est.random_state)
-    else:
-        seed = int(check_random_state(est.random_state).randint(
-            np.iinfo(np.int32).max))
+    # the watch's initial weights whatever random_state is.
+    seed = phase_seed(est)
     idx_train, idx_val = train_test_split(
         np.arange(n_samples), test_size=n_val,
         random_state=check_random_state(seed), stratify=stratify)
@@ -95,6 +90,16 @@ def split(est, data, sample_weight, watch):
         return None
     return (idx_train, idx_val, weighed[idx_val], seed,
             _plan.rows_weight(weighed, data.X.dtype))
+
+
+def phase_seed(est):
+    """One seed for the phases of a fit: ``random_state`` itself when it is
+    an int (the phases start as the fit of one phase does), else an int
+    drawn from it."""
+    if isinstance(est.random_state, Integral):
+        return int(est.random_state)
+    return int(check_random_state(est.random_state).randint(
+        np.iinfo(np.int32).max))
 
 
 def fit_watched(est, data, watch_split, watch):

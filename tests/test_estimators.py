@@ -177,18 +177,42 @@ def test_integer_sample_weights_equal_repeated_rows():
     for max_iter, damping in [(1, "tau"), (8, 1.0)]:
         kw = dict(n_hidden=12, batch_size=None, max_iter=max_iter, tol=0,
                   damping=damping, random_state=0)
-        for Est in (GGNScoreClassifier, GGNScoreRegressor):
+        # (the regressor's tau="gcv": one solve at the criterion's τ; the
+        # evidence path's many solves are the next test's)
+        for Est, params in ((GGNScoreClassifier, {}), (GGNScoreRegressor,
+                                                        {"tau": "gcv"})):
             target = y if Est is GGNScoreClassifier else y.astype(float)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                weighted = Est(**kw).fit(X, target, sample_weight=w)
-                repeated = Est(**kw).fit(np.repeat(X, w, axis=0),
-                                         np.repeat(target, w))
+                weighted = Est(**kw, **params).fit(X, target, sample_weight=w)
+                repeated = Est(**kw, **params).fit(np.repeat(X, w, axis=0),
+                                                   np.repeat(target, w))
             np.testing.assert_allclose(weighted.hidden_weights_,
                                        repeated.hidden_weights_, rtol=1e-9,
                                        atol=1e-11)
             np.testing.assert_allclose(weighted.loss_curve_, repeated.loss_curve_,
                                        rtol=1e-9)
+
+
+def test_integer_sample_weights_make_the_evidence_choices_of_repeated_rows():
+    # the regressor's default full batch: the evidence path and the map
+    # chosen by the evidence see a row of weight 2 as the row twice
+    X, y = classification_data()
+    w = np.random.default_rng(0).integers(0, 4, len(y))
+    kw = dict(n_hidden=12, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        weighted = GGNScoreRegressor(**kw).fit(X, y.astype(float), sample_weight=w)
+        repeated = GGNScoreRegressor(**kw).fit(np.repeat(X, w, axis=0),
+                                               np.repeat(y.astype(float), w))
+    a, b = weighted.tau_path_, repeated.tau_path_
+    assert a["input_transform"]["chosen"] == b["input_transform"]["chosen"]
+    for name, value in a["input_transform"]["log_evidence"].items():
+        np.testing.assert_allclose(value, b["input_transform"]["log_evidence"][name],
+                                   rtol=1e-9)
+    np.testing.assert_array_equal(a["evidence_path"]["tau"], b["evidence_path"]["tau"])
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), rtol=1e-9,
+                               atol=1e-11)
 
 
 @pytest.mark.parametrize("batch_size", [None, 8])
@@ -301,7 +325,9 @@ def test_tau_zero_uses_unit_damping_with_auto():
 
 def test_verbose_prints_one_line_per_iteration(capsys):
     with pytest.warns(ConvergenceWarning):
-        GGNScoreRegressor(n_hidden=6, max_iter=3, tol=0, verbose=True).fit(X_OK, Y_OK)
+        # (a given τ: one solve; the evidence path prints a line per solve)
+        GGNScoreRegressor(n_hidden=6, max_iter=3, tol=0, tau=1e-2,
+                          verbose=True).fit(X_OK, Y_OK)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("It")]
     assert len(lines) == 3
     for key in ("objective", "risk", "step size", "time"):

@@ -1,5 +1,6 @@
 """``input_transform="auto"``: the map chosen on the overfitting watch's
-held-out rows, each candidate's phase the phase of its own option."""
+held-out rows, each candidate's phase the phase of its own option, or in a
+full batch that climbs the evidence by each map's Laplace evidence."""
 
 import pickle
 import warnings
@@ -132,14 +133,43 @@ def test_the_paired_test_takes_a_later_map_only_for_a_clear_difference():
     assert _lower(worse, best, w0) and not _lower(worse, best, w)
 
 
-def test_auto_without_a_watch_is_the_robust_clip():
-    # a full-batch fit holds no rows out: "auto" maps as "robust_clip" does
-    X, y = _steps(300, 1)
-    auto = _fit(GGNScoreRegressor, X, y, input_transform="auto")
-    plain = _fit(GGNScoreRegressor, X, y)
+@pytest.mark.parametrize("make, expected", [(_steps, "robust_clip+ple"),
+                                            (_linear, "robust_clip")])
+def test_a_full_batch_regressor_chooses_the_map_by_the_evidence(make, expected):
+    # no rows held out, but each map's fit climbs its Laplace evidence: the
+    # map of the higher one is kept, bit for bit the fit of that map
+    X, y = make(300, 1)
+    auto = _fit(GGNScoreRegressor, X, y)
     assert auto.overfitting_watch_ is None
-    assert auto.input_transform_ == "robust_clip"
-    np.testing.assert_array_equal(auto.hidden_weights_, plain.hidden_weights_)
+    fits = {name: _fit(GGNScoreRegressor, X, y, input_transform=name)
+            for name in AUTO_MAP_CANDIDATES}
+    record = auto.tau_path_["input_transform"]
+    for name, fit in fits.items():
+        climb = fit.tau_path_["evidence_path"]
+        assert record["log_evidence"][name] == climb["log_evidence"][climb["chosen"]]
+    assert auto.input_transform_ == record["chosen"] == expected
+    assert record["log_evidence"][expected] == max(record["log_evidence"].values())
+    given = fits[expected]
+    for name in ("hidden_weights_", "output_weights_"):
+        np.testing.assert_array_equal(getattr(auto, name), getattr(given, name))
+    assert auto.tau_ == given.tau_ and auto.loss_curve_ == given.loss_curve_
+    np.testing.assert_array_equal(auto.predict(X, return_std=True),
+                                  given.predict(X, return_std=True))
+
+
+def test_auto_without_a_watch_or_an_evidence_is_the_robust_clip():
+    # full-batch fits that climb no evidence (a classifier, a given tau,
+    # GCV's alone) map as "robust_clip" does
+    X, y = _steps(300, 1)
+    for Est, params in ((GGNScoreClassifier, {}), (GGNScoreRegressor, {"tau": 1e-3}),
+                        (GGNScoreRegressor, {"tau": "gcv"})):
+        target = (y > np.median(y)).astype(int) if Est is GGNScoreClassifier else y
+        auto = _fit(Est, X, target, **params)
+        plain = _fit(Est, X, target, input_transform="robust_clip", **params)
+        assert auto.overfitting_watch_ is None
+        assert auto.input_transform_ == "robust_clip"
+        assert "input_transform" not in (auto.tau_path_ or {})
+        np.testing.assert_array_equal(auto.hidden_weights_, plain.hidden_weights_)
     # nor does early_stopping=False or partial_fit's stream
     X, y = _steps(1500, 1)
     off = _fit(GGNScoreRegressor, X, y, input_transform="auto", early_stopping=False)
@@ -196,5 +226,25 @@ def test_the_rejected_encodings_warn_nothing(monkeypatch):
         "validation_risk"]  # (the screen ran)
     assert heard == messages(input_transform="robust_clip")[1]
     # the encoded network does get the advice when it is the fit's
+    assert any("parameters for" in m
+               for m in messages(input_transform="robust_clip+ple")[1])
+
+
+def test_the_rejected_encodings_warn_nothing_in_full_batch(monkeypatch):
+    # the same when the evidence chooses
+    monkeypatch.setattr(_advice, "ABSURD_PARAMS_PER_SAMPLE", 5)
+    monkeypatch.setattr(_advice, "ABSURD_FIT_FLOPS", 0)
+    X, y = _linear(300, 1)
+
+    def messages(**params):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = GGNScoreRegressor(random_state=0, max_iter=30, **params).fit(X, y)
+        return est, sorted(str(w.message) for w in caught)
+
+    auto, heard = messages()
+    assert auto.input_transform_ == "robust_clip"
+    assert "robust_clip+ple" in auto.tau_path_["input_transform"]["log_evidence"]
+    assert heard == messages(input_transform="robust_clip")[1]
     assert any("parameters for" in m
                for m in messages(input_transform="robust_clip+ple")[1])

@@ -126,8 +126,8 @@ def test_every_prediction_casts_then_maps(fit_dtype):
 
 def test_the_map_is_stored_as_plain_values():
     X = _heavy()
-    reg = GGNScoreRegressor(n_hidden=4, max_iter=2, random_state=0).fit(
-        X, X[:, 0])
+    reg = GGNScoreRegressor(n_hidden=4, max_iter=2, random_state=0,
+                            input_transform="robust_clip").fit(X, X[:, 0])
     state = reg.__getstate__()
     plain = state["input_map_"]
     assert plain == {"class": "RobustClip", "params": {"stream": False},
