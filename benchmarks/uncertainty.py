@@ -578,7 +578,8 @@ def _uci_split(name, X, y, train, test, seed, labels):
             est = model[-1]
             record.update(structure=est.uncertainty_, tau=float(est.tau_),
                           epochs=int(est.n_iter_), noise=est.noise_,
-                          noise_scores=est.noise_scores_)
+                          noise_scores=est.noise_scores_,
+                          input_transform=est.input_transform_)
         run[label] = record
     return run
 
