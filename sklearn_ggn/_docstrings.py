@@ -191,11 +191,12 @@ PARAMETERS = """
         the plain map's held-out risk in the same way. The fit is exactly
         the fit of the chosen map, which ``input_transform_`` names and
         ``overfitting_watch_["input_transform"]`` explains. A fresh
-        full-batch fit that climbs the Laplace evidence (the regressor's
-        ``tau="auto"`` or ``"evidence"``) fits each map in full, and keeps
-        the one of higher log evidence (``tau_path_["input_transform"]``),
-        again exactly that map's fit. Other fits (the classifier's full
-        batches, a given τ, ``partial_fit``, ``X_val``, a warm start) start
+        full-batch fit that climbs the Laplace evidence (the squared-error
+        regressor's ``tau="auto"`` or ``"evidence"``) fits each map in full,
+        and keeps the one of higher log evidence
+        (``tau_path_["input_transform"]``), again exactly that map's fit.
+        Other fits (the classifier's full batches, other losses, a given τ,
+        ``partial_fit``, ``X_val``, a warm start) start
         with ``"robust_clip"``; one that continues a fit (a warm start, a
         later ``partial_fit``) keeps that fit's map. None: ``X`` as given
         (the paper's setting). See :ref:`default-input-transform`.
