@@ -2,7 +2,7 @@
 as scikit-learn estimators."""
 
 # before the imports: _config names the cache of compiled kernels after it
-__version__ = "0.19.0"
+__version__ = "0.20.0"
 
 from ._estimators import GGNScoreClassifier, GGNScoreRegressor  # noqa: E402
 from ._onnx import register_onnx_converters  # noqa: E402
