@@ -102,7 +102,9 @@ PARAMETERS = """
 
     n_iter_no_change : int or np.inf, default=10
         Stop when more than this many consecutive iterations/epochs have
-        not improved by ``tol`` (MLP's rule); ``np.inf`` runs ``max_iter``.
+        not improved by ``tol`` (MLP's rule); ``np.inf`` runs ``max_iter``
+        per solve (the full-batch regressor's ``tau="auto"`` solves a few
+        times for each input map: see ``tau`` and ``input_transform``).
 
     early_stopping : "auto" or bool, default="auto"
         ``"auto"``: the overfitting watch. A fresh mini-batch ``fit``
@@ -194,7 +196,9 @@ PARAMETERS = """
         full-batch fit that climbs the Laplace evidence (the squared-error
         regressor's ``tau="auto"`` or ``"evidence"``) fits each map in full,
         and keeps the one of higher log evidence
-        (``tau_path_["input_transform"]``), again exactly that map's fit.
+        (``tau_path_["input_transform"]``), again exactly that map's fit
+        (for an int ``random_state``; another draws the one seed of both
+        fits from it).
         Other fits (the classifier's full batches, other losses, a given τ,
         ``partial_fit``, ``X_val``, a warm start) start
         with ``"robust_clip"``; one that continues a fit (a warm start, a
@@ -330,7 +334,8 @@ ATTRIBUTES = """
         are that fit's). When ``input_transform="auto"`` chose by the
         evidence, also ``"input_transform"``: the ``"chosen"`` map and the
         ``"log_evidence"`` of each map's kept fit (the map tried last is
-        absent when it adds no column or more than 1024 inputs). A warm
+        absent when it adds no column or more than 1024 inputs, or when the
+        plain map's fit has no finite evidence). A warm
         start that continues a fit keeps that fit's τ and ``tau_path_``.
         None otherwise.
 

@@ -25,7 +25,8 @@ def fit_chosen(est, data, incremental, validation):
     full-batch ``fit`` without validation rows whose τ climbs the evidence;
     else return False (nothing fitted)."""
     if (est.input_transform != "auto" or incremental or validation is not None
-            or (est.warm_start and hasattr(est, "hidden_weights_"))):
+            or (est.warm_start and hasattr(est, "hidden_weights_"))
+            or est.__dict__.get("_skl_callbacks")):
         return False
     summary = est._summary(data.X, data.Y.shape[1], data.sample_weight, 1.0, False)
     plan = _plan.plan_fit(est.get_params(deep=False), summary, warn=False)
@@ -44,6 +45,8 @@ def fit_by_evidence(est, data):
     phase = Phase(seed=phase_seed(est), continues=False)
     plain_warnings, richer_warnings = [], []
     kept = plain_warnings
+    # (the kept fit's warnings are raised once it is kept; a fit left by an
+    # exception, a Ctrl-C, raises none)
     try:
         est._map_candidate = plain
         with _caught(plain_warnings):
@@ -70,8 +73,8 @@ def fit_by_evidence(est, data):
                   + f"; keeping {est.input_transform_!r}.")
     finally:
         est.__dict__.pop("_map_candidate", None)
-        for w in kept:
-            _raise(w)
+    for w in kept:
+        _raise(w)
     est.tau_path_["input_transform"] = {"chosen": est.input_transform_,
                                         "log_evidence": values}
 

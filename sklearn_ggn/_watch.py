@@ -20,6 +20,7 @@ import copy
 import math
 import warnings
 from numbers import Integral
+from pathlib import Path
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -288,9 +289,21 @@ def _warn_once(watch_warnings, final_warnings):
 
 
 def _raise(w):
-    """Raise a recorded warning again, from where it was raised."""
+    """Raise a recorded warning again, from where it was raised (its module
+    named as ``warnings.warn`` names it, so that filters by module apply)."""
     warnings.warn_explicit(w.message, w.category, w.filename, w.lineno,
-                           source=w.source)
+                           module=_module_of(w.filename), source=w.source)
+
+
+def _module_of(filename):
+    """The dotted module name of a file of this package (``sklearn_ggn.x``),
+    else the file's name without ``.py`` (``warn_explicit``'s own default;
+    it raises nothing when given None)."""
+    parts = Path(filename).with_suffix("").parts
+    if "sklearn_ggn" not in parts:
+        return filename[:-3] if filename.endswith(".py") else filename
+    start = len(parts) - 1 - parts[::-1].index("sklearn_ggn")
+    return ".".join(parts[start:])
 
 
 def _fit_all_rows(est, data, rule, status, watch, seed, n_val, caught):

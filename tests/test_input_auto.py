@@ -237,3 +237,56 @@ def test_the_rejected_encodings_warn_nothing(monkeypatch, n, seed, record):
     # the encoded network does get the advice when it is the fit's
     assert any("parameters for" in m
                for m in messages(input_transform="robust_clip+ple")[1])
+
+
+def test_the_choices_warnings_obey_filters_by_module():
+    # a warning raised again after the choice names its module as
+    # warnings.warn does: a filter on the package silences it
+    from sklearn.exceptions import ConvergenceWarning
+
+    for n in (300, 1500):  # (the evidence's choice, the held-out rows')
+        X, y = _steps(n, 1)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.filterwarnings("ignore", category=ConvergenceWarning,
+                                    module="sklearn_ggn")
+            GGNScoreRegressor(random_state=0, max_iter=3).fit(X, y)
+        assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_ctrl_c_in_the_second_fit_leaves_the_estimator_and_warns_nothing(monkeypatch):
+    from sklearn_ggn import _base
+
+    X, y = _steps(300, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # (max_iter=3: the plain fit warns that it reached max_iter)
+        fitted = GGNScoreRegressor(random_state=0, max_iter=3).fit(X, y)
+    before = dict(fitted.__dict__)
+    original = _base.BaseGGNScore._fit_phase
+
+    def interrupted(self, *args, **kwargs):
+        if self.__dict__.get("_map_candidate") == "robust_clip+ple":
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_base.BaseGGNScore, "_fit_phase", interrupted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("error")  # (a warning would replace the interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            fitted.fit(X, y)
+    assert not caught
+    assert fitted.__dict__.keys() == before.keys()
+    assert all(fitted.__dict__[k] is before[k] for k in before)
+
+
+def test_a_fit_with_callbacks_chooses_nothing_by_the_evidence():
+    callback = pytest.importorskip("sklearn.callback")
+    X, y = _steps(300, 1)
+    est = GGNScoreRegressor(random_state=0, max_iter=30).set_callbacks(
+        callback.ScoringMonitor(scoring="r2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    assert est.input_transform_ == "robust_clip"
+    assert "input_transform" not in est.tau_path_
