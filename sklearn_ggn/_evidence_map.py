@@ -14,9 +14,9 @@ kept alone when the encoded one adds no column or too many
 import numpy as np
 
 from . import _plan
-from ._inputs import AUTO_MAP_CANDIDATES, make_input_map
+from ._inputs import AUTO_MAP_CANDIDATES
 from ._plan import Phase
-from ._watch import AUTO_MAP_MAX_WIDTH, _caught, _raise, phase_seed
+from ._watch import _caught, _raise, phase_seed, richer_map
 
 
 def fit_chosen(est, data, incremental, validation):
@@ -52,11 +52,7 @@ def fit_by_evidence(est, data):
         with _caught(plain_warnings):
             est._fit_phase(data, False, None, phase)
         values = {plain: _log_evidence(est)}
-        input_map = make_input_map(richer)._fit(
-            data.X, est._with_class_weight(data.sample_weight, data.Y))
-        if (np.isfinite(values[plain])
-                and est.hidden_weights_.shape[1] < input_map.n_features_out_
-                <= AUTO_MAP_MAX_WIDTH):
+        if np.isfinite(values[plain]) and richer_map(est, data) is not None:
             state = est.__dict__.copy()
             est._map_candidate = richer
             with _caught(richer_warnings):

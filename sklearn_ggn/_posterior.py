@@ -264,7 +264,7 @@ class PosteriorMixin:
         from ._tau import evidence_path
 
         if (self.__dict__.get("_skl_callbacks")
-                or solved.result.status not in ("converged", "no_decrease", "max_iter")):
+                or solved.result.status in ("diverged", "stopped")):
             return solved
         X, Y, sample_weight = rows
         solved, fitted["tau_path_"]["evidence_path"] = evidence_path(

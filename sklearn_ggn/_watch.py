@@ -163,11 +163,9 @@ def _choose_map(est, watch, watch_phase, held_out, val_weight, train):
     risks = {plain: _last_risk(est)}
     if status == "diverged" or rule.overfitting_at is not None:
         return rule, status, risks
-    input_map = make_input_map(richer)._fit(
-        train.X, est._with_class_weight(train.sample_weight, train.Y))
-    if not (est.hidden_weights_.shape[1] < input_map.n_features_out_
-            <= AUTO_MAP_MAX_WIDTH):
-        return rule, status, risks  # no column has bins, or too many
+    input_map = richer_map(est, train)
+    if input_map is None:
+        return rule, status, risks
     _, rows = _held_out_risks(est, status, held_out)
     state = est.__dict__.copy()
     est._map_candidate = richer
@@ -194,6 +192,18 @@ def _choose_map(est, watch, watch_phase, held_out, val_weight, train):
     est.__dict__.clear()
     est.__dict__.update(state)
     return rule, status, risks
+
+
+def richer_map(est, rows):
+    """The richer candidate map fitted on ``rows`` (:class:`TrainingData`,
+    weighed as the fit weighs them) when it adds inputs to the plain map's
+    fitted network and gives at most ``AUTO_MAP_MAX_WIDTH``; else None (no
+    column has bins, or too many inputs)."""
+    input_map = make_input_map(AUTO_MAP_CANDIDATES[1])._fit(
+        rows.X, est._with_class_weight(rows.sample_weight, rows.Y))
+    if est.hidden_weights_.shape[1] < input_map.n_features_out_ <= AUTO_MAP_MAX_WIDTH:
+        return input_map
+    return None
 
 
 def nest(est, input_map):
